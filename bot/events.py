@@ -1,0 +1,106 @@
+"""Tracker events for notifications, read from the records' history.
+
+Every status change of a regression record is a row in ``regression_history``; the service
+turns the new ones into events (new regression triaged, rerun scheduled, confirmed, not
+reproduced, inconclusive, fix landed) in history order.  The position reached is a cursor in
+the database, advanced in the same transaction that hands the events on, so a restart neither
+loses nor repeats an event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+CURSOR_KEY = "events:history"
+
+# status reached -> event kind
+STATUS_EVENTS = {
+    "triaged": "triaged",
+    "rerun-scheduled": "rerun-scheduled",
+    "confirmed": "confirmed",
+    "not-reproduced": "not-reproduced",
+    "inconclusive": "inconclusive",
+    "fix-pending": "fix-landed",
+    "fixed": "fix-landed",
+}
+EVENT_KINDS = tuple(dict.fromkeys(STATUS_EVENTS.values()))
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    regression_id: int
+    history_id: int
+    status: str
+    note: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Idempotency key: one event per history row."""
+        return f"{self.kind}:{self.regression_id}:{self.history_id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "regression_id": self.regression_id, "history_id": self.history_id,
+                "status": self.status, "note": self.note, "key": self.key}
+
+
+def event_for(field: str, old: str | None, new: str | None) -> str | None:
+    """The event a history row means, if any (pure)."""
+    if field != "status" or not new or new == old:
+        return None
+    kind = STATUS_EVENTS.get(new)
+    if kind == "fix-landed" and old in ("fix-pending", "fixed"):
+        return None  # fix-pending -> fixed is the same fix reaching mainline: one event is enough
+    return kind
+
+
+def pending_events(store, limit: int = 500) -> tuple[list[Event], int]:
+    """Events after the cursor (oldest first) and the history id they reach."""
+    from sqlalchemy import select
+
+    from storage.tracker_schema import regression_history as h
+
+    start = int((store.get_cursor(CURSOR_KEY) or {}).get("history_id", 0))
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(h.c.id, h.c.regression_id, h.c.field, h.c.old, h.c.new, h.c.note)
+                            .where(h.c.id > start).order_by(h.c.id).limit(limit)).all()
+    events = []
+    last = start
+    for r in rows:
+        last = r.id
+        kind = event_for(r.field, r.old, r.new)
+        if kind:
+            events.append(Event(kind, r.regression_id, r.id, r.new, r.note))
+    return events, last
+
+
+def consume_events(store, handler, limit: int = 500) -> int:
+    """Hand every new event to ``handler(event)`` and advance the cursor past them; returns the
+    number handled.  ``handler`` must be idempotent per ``event.key`` (a crash between the
+    handler and the cursor write hands the same events over again)."""
+    total = 0
+    while True:
+        events, last = pending_events(store, limit)
+        start = int((store.get_cursor(CURSOR_KEY) or {}).get("history_id", 0))
+        if last == start:
+            return total
+        for ev in events:
+            handler(ev)
+        store.set_cursor(CURSOR_KEY, {"history_id": last})
+        total += len(events)
+
+
+def event_mail_date(store, event: Event):
+    """The Date: of the mail that caused ``event`` (its history row's message), or None for
+    events without one (lab verdicts, changes made by hand) or mail without a usable date."""
+    from sqlalchemy import select
+
+    from storage.schema import messages as m
+    from storage.tracker_schema import regression_history as h
+
+    with store.engine.connect() as conn:
+        mid = conn.execute(select(h.c.message_id).where(h.c.id == event.history_id)).scalar()
+        if not mid:
+            return None
+        return conn.execute(select(m.c.date).where(m.c.message_id == mid)).scalar()

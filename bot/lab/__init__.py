@@ -1,0 +1,1 @@
+"""The lab: inventory, matching, backends, statistics and scheduling of confirmation reruns."""

@@ -1,0 +1,310 @@
+"""CLI commands of the lab: ``lab list``, ``lab match``, ``lab plan``, ``lab work``, ``rerun``,
+``jobs`` (``jobs cancel``, ``jobs show``).
+
+Wire into the main group with ``register(main)`` (bot/cli.py).  Heavy imports stay inside the
+commands.
+"""
+
+from __future__ import annotations
+
+import click
+
+from bot.clitools import console as _console
+from bot.clitools import dump as _dump
+from bot.clitools import table as _table
+
+
+def _lab_errors():
+    from bot.lab.backends import LabError
+    from bot.lab.inventory import InventoryError
+    from bot.lab.plan import PlanError
+    from bot.lab.scheduler import SchedulerError
+
+    return (InventoryError, PlanError, SchedulerError, LabError)
+
+
+def _record_id(obj, ident: str) -> int:
+    from bot.tracker import find_record
+
+    rid = find_record(obj.store, ident)
+    if rid is None:
+        raise click.ClickException(f"no regression record {ident}")
+    return rid
+
+
+def _when(dt) -> str:
+    return dt.isoformat(timespec="seconds")[:19].replace("T", " ") if dt else ""
+
+
+def _print_match(m: dict) -> None:
+    con = _console()
+    req = m["requirements"]
+    cpu = req["cpu"]
+    facts = [f"arch {req['arch'] or '?'}", f"builds {req['build_arch'] or '?'}",
+             f"cpu {cpu.get('text') or '?'}", f"cores {req['cores'] or '?'}",
+             f"storage {req['storage'] or '?'}", f"filesystem {req['filesystem'] or '?'}"]
+    from rich.text import Text
+
+    con.print(Text("report: " + ", ".join(facts), style="dim"))
+    if not m["candidates"]:
+        con.print("no lab machines are configured ([[lab.machines]])")
+        return
+    for c in m["candidates"]:
+        head = f"{c['machine']}: score {c['score']}, " + ("eligible" if c["eligible"] else "EXCLUDED")
+        if c.get("busy_with"):
+            head += f" (busy with job {c['busy_with']})"
+        con.print(Text(head, style="bold" if c["eligible"] else "red"))
+        for r in c["reasons"]:
+            pts = "  x " if r["excludes"] else f"{r['points']:+4d}" if r["points"] else "   0"
+            con.print(Text(f"  {pts}  {r['text']}"))
+    best = m.get("best")
+    con.print(f"best: {best}" if best else "no machine fits")
+
+
+def _print_jobs(rows) -> None:
+    t = _table("job", "record", "state", "machine", "attempts", "rounds", "verdict", "updated", "message")
+    for j in rows:
+        t.add_row(str(j["id"]), f"#{j['regression_id']}" if j.get("regression_id") else "", j["state"],
+                  j.get("machine") or "", f"{j['attempts']}/{j['max_attempts']}", str(j["rounds"]),
+                  j.get("verdict") or "", _when(j.get("updated_at")), (j.get("message") or "")[:100])
+    _console().print(t)
+
+
+def _job_json(j: dict) -> dict:
+    out = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in j.items() if k != "backend_config"}
+    if "events" in j:
+        out["events"] = [{**e, "at": e["at"].isoformat() if e.get("at") else None} for e in j["events"]]
+    return out
+
+
+def register(main: click.Group) -> None:
+    """Add ``lab``, ``rerun`` and ``jobs`` to the ``regtriage`` click group."""
+
+    @main.group("lab")
+    def lab_group():
+        """The lab: machines, matching, plans and the scheduler loop."""
+
+    @lab_group.command("list")
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def lab_list(obj, as_json):
+        """Machines declared in [[lab.machines]], and the job each one is busy with."""
+        from bot.lab.inventory import load_machines
+        from bot.lab.scheduler import busy_machines
+
+        try:
+            machines = load_machines(obj.config)
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        try:
+            busy = busy_machines(obj.store)
+        except Exception:  # noqa: BLE001 - listing the config works without a database
+            busy = {}
+        rows = [{**m.to_dict(), "busy_with": busy.get(m.name)} for m in machines]
+        if as_json:
+            _dump(rows)
+            return
+        if not rows:
+            click.echo("no lab machines are configured ([[lab.machines]], see deploy/lab-example.toml)")
+            return
+        t = _table("name", "arch", "cpu", "cores", "memory", "storage", "filesystems", "backend", "tags", "busy")
+        for m in rows:
+            t.add_row(m["name"] + ("" if m["enabled"] else " (disabled)"), m["arch"], m["cpu"]["text"] or "",
+                      str(m["cores"] or ""), m["memory"] or "", ",".join(d["type"] for d in m["storage"]),
+                      ",".join(m["filesystems"]), m["backend"], ",".join(m["tags"]),
+                      f"job {m['busy_with']}" if m["busy_with"] else "")
+        _console().print(t)
+
+    @lab_group.command("match")
+    @click.argument("ident")
+    @click.option("--machine", default=None, help="Score only this machine.")
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def lab_match(obj, ident, machine, as_json):
+        """Score every machine for a record (id or Message-ID), with the reasons."""
+        from bot.lab.scheduler import schedule_rerun
+
+        rid = _record_id(obj, ident)
+        try:
+            out = schedule_rerun(obj.store, obj.config, rid, machine=machine, dry_run=True)
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        plan = out["plan"]
+        m = out["match"]
+        if m is None:  # the plan was declined: score without a recipe, against the record alone
+            from bot.lab.matching import match_record
+            from bot.tracker import get_record
+
+            m = match_record(get_record(obj.store, rid), obj.config, machine=machine).to_dict()
+        if as_json:
+            _dump({"record": rid, "match": m, "plan_declined": plan["declined"]})
+            return
+        _print_match(m)
+        for d in plan["declined"]:
+            click.echo(f"plan declined: {d}")
+
+    @lab_group.command("plan")
+    @click.argument("ident")
+    @click.option("--runs", type=int, default=None)
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def lab_plan(obj, ident, runs, as_json):
+        """The rerun plan of a record (workload, builds, runs), without scheduling it."""
+        from bot.lab.scheduler import schedule_rerun
+
+        rid = _record_id(obj, ident)
+        try:
+            out = schedule_rerun(obj.store, obj.config, rid, runs=runs, dry_run=True)
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        if as_json:
+            _dump(out)
+            return
+        p = out["plan"]
+        r = p["recipe"]
+        click.echo(f"record #{rid}")
+        click.echo(f"workload: {p['recipe_reason']}")
+        if r:
+            click.echo(f"  recipe {r['name']} {r['params']} -> {r['metric']}")
+        click.echo(f"builds:   {p['builds_reason'] or '-'}")
+        click.echo(f"  good {p['builds_text']['good']}\n  bad  {p['builds_text']['bad']}")
+        click.echo(f"runs:     {p['runs']} per build, {p['order']}, {p['warmup']} warm-up per batch, "
+                   f"{p['samples_per_batch']} sample(s) per batch, extended up to {p['max_runs']}")
+        for n in p["notes"]:
+            click.echo(f"note:     {n}")
+        for d in p["declined"]:
+            click.echo(f"DECLINED: {d}")
+        if out["match"]:
+            best = out["match"]["best"]
+            click.echo(f"machine:  {best or 'none fits (see regtriage lab match)'}")
+
+    @lab_group.command("work")
+    @click.option("--once", is_flag=True, help="One pass, then exit.")
+    @click.option("--interval", type=float, default=None, help="Seconds between passes ([lab] poll_interval_s).")
+    @click.option("--json", "as_json", is_flag=True, help="With --once: the pass's counts as JSON.")
+    @click.pass_obj
+    def lab_work(obj, once, interval, as_json):
+        """Run the scheduler: submit queued jobs to free machines, poll running ones, store verdicts."""
+        from bot.lab.scheduler import Scheduler
+
+        try:
+            sched = Scheduler(obj.store, obj.config,
+                              log=(lambda msg: None) if as_json else (lambda msg: click.echo(msg, err=True)))
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        if once:
+            try:
+                stats = sched.tick()
+            finally:
+                sched.release()
+            if as_json:
+                _dump(stats)
+            else:
+                click.echo(", ".join(f"{k} {v}" for k, v in sorted(stats.items()) if v) or "nothing to do")
+            return
+        click.echo(f"lab worker {sched.owner}: polling every {sched.settings['poll_interval_s'] if interval is None else interval}s",
+                   err=True)
+        sched.run(interval=interval)
+
+    @main.command("rerun")
+    @click.argument("ident")
+    @click.option("--machine", default=None, help="Run on this machine (it must still fit).")
+    @click.option("--runs", type=int, default=None, help="Measured runs per build ([lab] runs).")
+    @click.option("--wait", is_flag=True, help="Run the scheduler until this job finishes.")
+    @click.option("--timeout", type=float, default=None, help="With --wait: give up waiting after this many seconds.")
+    @click.option("--dry-run", is_flag=True, help="Show the plan and the match; schedule nothing.")
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def rerun_cmd(obj, ident, machine, runs, wait, timeout, dry_run, as_json):
+        """Schedule a confirmation rerun of a regression record (id or Message-ID)."""
+        from bot.lab.scheduler import Scheduler, get_job, schedule_rerun
+
+        rid = _record_id(obj, ident)
+        try:
+            job = schedule_rerun(obj.store, obj.config, rid, machine=machine, runs=runs, dry_run=dry_run)
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        if dry_run:
+            _dump(job)
+            return
+        if not as_json:
+            click.echo(f"job {job['id']}: {job['state']}: {job.get('message') or ''}")
+        if wait and job["state"] in ("queued", "waiting"):
+            sched = Scheduler(obj.store, obj.config,
+                              log=(lambda msg: None) if as_json else (lambda msg: click.echo(msg, err=True)))
+            job = sched.run(until_job=job["id"], timeout=timeout) or get_job(obj.store, job["id"])
+            if not as_json:
+                click.echo(f"job {job['id']}: {job['state']}: {job.get('message') or ''}")
+        if as_json:
+            _dump(_job_json(get_job(obj.store, job["id"], events=True)))
+        if job["state"] in ("declined", "failed", "cancelled"):
+            raise SystemExit(1)
+
+    @main.group("jobs", invoke_without_command=True)
+    @click.option("--json", "as_json", is_flag=True)
+    @click.option("--all", "show_all", is_flag=True, help="Finished jobs too.")
+    @click.option("--record", "record", default=None, help="Only this record's jobs.")
+    @click.option("--limit", default=100, show_default=True)
+    @click.pass_context
+    def jobs_group(ctx, as_json, show_all, record, limit):
+        """List rerun jobs (active ones unless --all); `jobs cancel JOB`, `jobs show JOB`."""
+        if ctx.invoked_subcommand is not None:
+            return
+        from bot.lab.scheduler import list_jobs
+        from storage.lab_schema import ACTIVE_STATES
+
+        obj = ctx.obj
+        rid = _record_id(obj, record) if record else None
+        rows = list_jobs(obj.store, states=None if show_all or rid else ACTIVE_STATES, regression_id=rid, limit=limit)
+        if as_json:
+            _dump([_job_json(j) for j in rows])
+            return
+        if not rows:
+            click.echo("no active jobs" if not show_all else "no jobs")
+            return
+        _print_jobs(rows)
+
+    @jobs_group.command("cancel")
+    @click.argument("job_id", type=int)
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def jobs_cancel(obj, job_id, as_json):
+        """Cancel a job (a running one is stopped in its backend)."""
+        from bot.lab.scheduler import cancel_job
+
+        try:
+            job = cancel_job(obj.store, obj.config, job_id)
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        if as_json:
+            _dump(_job_json(job))
+            return
+        extra = " (cancel requested; the worker stops it)" if job["state"] not in ("cancelled",) else ""
+        click.echo(f"job {job_id}: {job['state']}{extra}")
+
+    @jobs_group.command("show")
+    @click.argument("job_id", type=int)
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def jobs_show(obj, job_id, as_json):
+        """One job with its plan, samples, verdict and events."""
+        from bot.lab.scheduler import get_job
+
+        job = get_job(obj.store, job_id, events=True)
+        if job is None:
+            raise click.ClickException(f"no job {job_id}")
+        if as_json:
+            _dump(_job_json(job))
+            return
+        _print_jobs([job])
+        p = job["plan"]
+        click.echo(f"recipe: {(p.get('recipe') or {}).get('name')} {(p.get('recipe') or {}).get('params')}")
+        click.echo(f"builds: good {(p.get('builds_text') or {}).get('good')}, bad {(p.get('builds_text') or {}).get('bad')}")
+        if job.get("samples"):
+            s = job["samples"]
+            click.echo(f"samples ({s.get('metric')}): good {s.get('good')}\n                bad  {s.get('bad')}")
+        if job.get("result"):
+            for r in job["result"].get("reasons") or []:
+                click.echo(f"verdict: {r}")
+        for e in job["events"]:
+            click.echo(f"  {_when(e['at'])} {e['state'] or '-':10s} {e['message'] or ''}")

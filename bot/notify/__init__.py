@@ -1,0 +1,22 @@
+"""Chat notifications and chat queries: IRC (pydle) and Matrix (matrix-nio).
+
+Pure parts (no I/O):
+
+* :mod:`bot.notify.settings` -- ``[notify]``, ``[[notify.irc]]``, ``[[notify.matrix]]``,
+  ``[[notify.route]]`` and ``[chat]`` of the config, validated; secrets are read from the
+  environment or a file only when connecting, and never kept in a printable field.
+* :mod:`bot.notify.routing` -- event names, which targets an event on a record goes to.
+* :mod:`bot.notify.format` -- the short IRC line, the Matrix plain + HTML bodies, chat answers.
+* :mod:`bot.notify.chat` -- chat command parsing, token buckets, the admin allow-list.
+
+I/O:
+
+* :mod:`bot.notify.outbox` -- the durable outbox (table ``notifications``):
+  :func:`~bot.notify.outbox.enqueue_event`, :func:`~bot.notify.outbox.deliver_pending`, and the
+  async :class:`~bot.notify.outbox.Deliverer` a long-running service keeps.
+* :mod:`bot.notify.irc`, :mod:`bot.notify.matrix` -- adapters with async ``start()``,
+  ``stop()``, ``send()`` and ``on_command()``.
+* :mod:`bot.notify.responder` -- answers chat commands; :class:`~bot.notify.responder.ChatActions`
+  is the interface for the state-changing ones (``resolve``, ``rerun``).
+* :mod:`bot.notify.notify_cli` -- ``regtriage notify`` (``register(main)``).
+"""

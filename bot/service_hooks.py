@@ -1,0 +1,220 @@
+"""Optional parts of the service (lab scheduler, notifications), attached when configured.
+
+* ``[lab]`` with machines: a ``lab`` loop runs the rerun scheduler's tick every
+  ``[lab] poll_interval_s``; a record that becomes ``triaged`` gets a rerun when
+  ``[lab] auto_rerun = true`` and its report is recent (``[lab] auto_rerun_max_age_hours``,
+  default 72: a backfill of old mail schedules nothing); on shutdown the worker gives up its leases on running jobs.
+* ``[service] replies = "draft"`` or ``"send"``: a record reaching a status of ``[service]
+  reply_on`` (default confirmed, not-reproduced) gets its reply on the list thread, drafted
+  into the outbox or sent (``regtriage reply``'s policy: allow-listed lists, rate limits, never
+  the same reply twice).
+* ``[notify]`` with IRC servers or Matrix accounts: one connection per account is kept for the
+  life of the process (listening for chat commands when ``[chat] enabled``); tracker events
+  from the service's event stream are queued in the outbox and a ``notify`` loop delivers them.
+  An event caused by mail older than ``[notify] max_age_hours`` (a backfill) is not announced.
+  The event stream is the only source of notifications here, so nothing is queued twice
+  (``regtriage notify --send-pending``, run by hand, scans the tracker history instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+log = logging.getLogger("regtriage.service")
+
+
+def install_hooks(service) -> None:
+    """Attach the lab and notification steps when their configuration asks for them."""
+    steps: dict[str, tuple[Any, float]] = {}
+    service.hooks["steps"] = steps
+    service.hooks.setdefault("startup", [])
+    service.hooks.setdefault("shutdown", [])
+    scheduler = _install_lab(service, steps)
+    _install_replies(service)
+    _install_notify(service, steps, scheduler)
+
+
+def _chain(service, name: str, fn) -> None:
+    """Add ``fn(event)`` to the event hook ``name``, after what is there already."""
+    previous = service.hooks.get(name)
+
+    def both(event) -> None:
+        if previous is not None:
+            previous(event)
+        fn(event)
+
+    service.hooks[name] = both
+
+
+# -- replies on the lists --------------------------------------------------------------------------
+REPLY_MODES = {"off": None, "draft": "dry-run", "send": "send"}
+
+
+def reply_policy(config) -> tuple[str | None, tuple[str, ...]]:
+    """``[service] replies`` (off | draft | send, default off) and ``[service] reply_on`` (the
+    statuses that get a reply, default confirmed and not-reproduced) -> (run_reply mode, statuses)."""
+    from bot.reply import EVENT_KINDS
+
+    settings = config.section("service") if config is not None else {}
+    mode = settings.get("replies", "off")
+    if mode not in REPLY_MODES:
+        raise ValueError('[service] replies must be "off", "draft" or "send"')
+    on = settings.get("reply_on", ["confirmed", "not-reproduced"])
+    if not isinstance(on, list) or any(k not in EVENT_KINDS for k in on):
+        raise ValueError(f"[service] reply_on must be a list of statuses ({', '.join(EVENT_KINDS)})")
+    return REPLY_MODES[mode], tuple(on)
+
+
+def _install_replies(service) -> None:
+    mode, statuses = reply_policy(service.config)
+    if mode is None:
+        return
+    from bot.reply import MailSettings, ReplyError, run_reply
+
+    MailSettings.from_config(service.config)  # a broken [mail] stops the start, with its reason
+    def reply(event) -> None:
+        if event.status not in statuses or is_backfill(service.store, event, 72):
+            return
+        try:  # one reply per record, status and facts: a repeated event finds it done
+            out = run_reply(service.store, service.config, event.regression_id, mode=mode, event=event.status)
+        except ReplyError as exc:
+            service.counters.inc("reply:refused")
+            log.info("no reply", extra={"record": event.regression_id, "reason": str(exc)})
+            return
+        except Exception as exc:  # noqa: BLE001 - a mail failure must not hold up the event stream
+            service.counters.inc("reply:failed")
+            log.error("reply failed", extra={"record": event.regression_id,
+                                             "error": f"{exc.__class__.__name__}: {exc}"})
+            return
+        service.counters.inc(f"reply:{out.status}")
+        log.info("reply", extra={"record": event.regression_id, "status": out.status, "detail": out.message})
+
+    _chain(service, "enqueue_event", reply)
+
+
+# -- lab -------------------------------------------------------------------------------------------
+def _lab_configured(config) -> bool:
+    from bot.lab.inventory import lab_section
+
+    return bool(lab_section(config).get("machines")) if config is not None else False
+
+
+def _install_lab(service, steps):
+    if not _lab_configured(service.config):
+        return None
+    from bot.lab.inventory import lab_section
+    from bot.lab.scheduler import Scheduler, auto_schedule, default_owner, sched_settings
+
+    interval = float(sched_settings(service.config)["poll_interval_s"]) or service.tick
+    scheduler = Scheduler(service.store, service.config, owner=default_owner(),
+                          log=lambda msg: log.info("lab", extra={"detail": msg}))
+    steps["lab"] = (scheduler.tick, interval)
+
+    lab = lab_section(service.config)
+    max_age = lab.get("auto_rerun_max_age_hours", 72)
+    if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or max_age <= 0:
+        raise ValueError("[lab] auto_rerun_max_age_hours must be a positive number")
+
+    def schedule(event) -> None:
+        if is_backfill(service.store, event, float(max_age)):
+            return  # old mail being backfilled: tracked, never rerun on its own
+        job = auto_schedule(service.store, service.config, event.regression_id)
+        if job is not None:
+            service.counters.inc("lab-rerun:scheduled")
+            log.info("rerun scheduled", extra={"record": event.regression_id, "job": job.get("id")})
+
+    _chain(service, "schedule_rerun", schedule)
+    service.hooks["shutdown"].append(scheduler.release)
+    return scheduler
+
+
+class LabActions:
+    """Chat commands that change state: ``resolve`` through the tracker, ``rerun`` through the
+    lab scheduler (a real job when a lab is configured; otherwise the request is only recorded)."""
+
+    def __init__(self, store, config, lab: bool) -> None:
+        from bot.notify.responder import TrackerActions
+
+        self.store, self.config, self.lab = store, config, lab
+        self.tracker = TrackerActions(store)
+
+    def resolve(self, rid: int, actor: str, note: str | None) -> bool:
+        return self.tracker.resolve(rid, actor, note)
+
+    def rerun(self, rid: int, actor: str) -> bool:
+        if not self.lab:
+            return self.tracker.rerun(rid, actor)
+        from bot.lab.scheduler import SchedulerError, schedule_rerun
+
+        try:
+            schedule_rerun(self.store, self.config, rid)
+        except SchedulerError as exc:
+            log.info("chat rerun refused", extra={"record": rid, "actor": actor, "reason": str(exc)})
+            return False
+        return True
+
+
+# -- notifications -----------------------------------------------------------------------------------
+def is_backfill(store, event, max_age_hours: float, now: datetime | None = None) -> bool:
+    """True when the mail behind ``event`` is older than ``[notify] max_age_hours``: history
+    being ingested (a backfill from git epochs, a first poll of a busy inbox) is tracked but not
+    announced in chat as if it were new."""
+    from bot.events import event_mail_date
+
+    date = event_mail_date(store, event)
+    if date is None:
+        return False
+    if date.tzinfo is None:
+        date = date.replace(tzinfo=timezone.utc)
+    return (now or datetime.now(timezone.utc)) - date > timedelta(hours=max_age_hours)
+
+
+def _install_notify(service, steps, scheduler) -> None:
+    from bot.notify.settings import load_settings
+
+    settings = load_settings(service.config)
+    if not settings.accounts():
+        return
+    from bot.notify.outbox import enqueue_event
+    from bot.notify.service import NotifyService
+
+    notify = NotifyService(service.store, settings,
+                           actions=LabActions(service.store, service.config, scheduler is not None))
+    def enqueue(event) -> None:
+        if is_backfill(service.store, event, settings.max_age_hours):
+            service.counters.inc("notify:skipped-old-mail")
+            return
+        try:
+            made = enqueue_event(service.store, event.kind, event.regression_id, settings=settings)
+        except KeyError:  # the record is gone
+            return
+        service.counters.inc("notify:queued", sum(1 for m in made if m["created"]))
+
+    started = asyncio.Event()
+
+    async def start() -> None:
+        try:
+            result = await notify.start()
+        finally:
+            started.set()
+        for account, error in result.items():
+            if error:
+                log.warning("chat account not connected yet", extra={"account": account, "error": error})
+            else:
+                log.info("chat account connected", extra={"account": account})
+
+    async def deliver() -> None:
+        if not started.is_set():
+            return  # connections are still being made; the queue waits
+        out = await notify.run_pass(scan=False)
+        for key in ("sent", "failed"):
+            if out.get(key):
+                service.counters.inc(f"notify:{key}", int(out[key]))
+
+    _chain(service, "enqueue_event", enqueue)
+    service.hooks["startup"].append(start)
+    service.hooks["shutdown"].append(notify.stop)
+    steps["notify"] = (deliver, min(10.0, service.tick))

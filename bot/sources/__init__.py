@@ -1,0 +1,1 @@
+"""Where mail comes from: local files, lore / public-inbox over HTTP, public-inbox git epochs."""

@@ -1,0 +1,968 @@
+"""Regression tracker: thread claims and ``#regzbot`` commands in stored mail -> regression
+records, with related messages, de-duplication, fixes from kernel trees and a full history.
+
+Entry points:
+
+* :func:`update_tracker` -- incremental; cheap to call after every ingest/triage.  Reads thread
+  claims changed since the last run and messages stored since the last run (cursor
+  ``tracker`` in the ``cursors`` table), in one transaction.
+* :func:`set_status` -- for other components (reruns, users).
+* :func:`check_fixes` -- Link:/Closes:/Fixes: commits in configured kernel trees.
+* :func:`get_record`, :func:`find_record` -- read one record with its messages and history.
+
+Status lifecycle: ``reported`` -> ``triaged`` (facts extracted: culprit, range or metric) ->
+``rerun-scheduled`` -> ``confirmed`` / ``not-reproduced`` / ``inconclusive`` -> ``fix-pending``
+-> ``fixed``; also ``duplicate``, ``resolved``, ``backburner``.  Open = not in
+:data:`CLOSED`.
+
+Who decides: a ``#regzbot`` command (or a user via :func:`set_status`) overrides the
+extractor; fields set that way are listed in ``overrides`` with the actor and Message-ID and
+are never overwritten by later extractor runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+from urllib.parse import quote
+
+from sqlalchemy import and_, func, insert, or_, select, update
+
+import storage.tracker_schema as ts
+from bot.mail import is_own_mail
+from bot.regzbot import RegzbotCommand, msgid_from_ref, parse_commands
+from storage import schema
+from storage.store import Store, utcnow
+
+STATUSES = ("reported", "triaged", "rerun-scheduled", "confirmed", "not-reproduced", "inconclusive",
+            "fix-pending", "fixed", "duplicate", "resolved", "backburner")
+CLOSED = ("fixed", "resolved", "duplicate", "inconclusive")
+OPEN = tuple(s for s in STATUSES if s not in CLOSED)
+RELATIONS = ("report", "reply", "link", "monitor", "duplicate")
+SOURCES = ("extractor", "regzbot", "kernel-tree", "user")
+CURSOR = "tracker"
+FIX_CURSOR = "tracker:fixes"
+CLAIM_MARGIN = timedelta(seconds=120)  # re-read claims this much older than the last run
+MIN_CULPRIT_MATCH = 7
+
+# fields a thread claim fills (record column -> how to get it from the claim dict)
+CLAIM_FIELDS = ("kind", "culprit_commit", "culprit_subject", "good", "bad", "subsystem", "metric",
+                "change_percent", "hardware", "config", "numbers", "evidence", "confidence")
+# claim fields whose presence means "facts extracted" (-> triaged)
+FACT_FIELDS = ("culprit_commit", "good", "bad", "metric", "change_percent")
+QUIET = ("confidence", "evidence", "overrides", "title_source")  # changed without a history row
+
+_HEXID = re.compile(r"[0-9a-f]{6,40}")  # kernel mail abbreviates to 6+ hex digits (e.g. "de1414")
+_URL = re.compile(r"https?://[^\s<>\"')\]]+", re.I)
+_DUP_CUE = re.compile(r"\bdup(?:licate)?s?\b|\bsame (?:issue|problem|regression|bug|report)\b|"
+                      r"\balready (?:been )?reported\b", re.I)
+_REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv)\s*(?:\[\d+\])?\s*:\s*)+", re.I)
+
+
+# -- small helpers ------------------------------------------------------------------------------
+def lore_url(msgid: str) -> str:
+    return f"https://lore.kernel.org/r/{quote(msgid, safe='@!$&*+,;=:~._-')}/"
+
+
+def culprit_url(commit: str | None) -> str | None:
+    if not commit:
+        return None
+    return f"https://git.kernel.org/torvalds/c/{quote(commit, safe='')}"
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    if dt is not None and dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt
+
+
+def version_key(ref: str | None, *, cycle: bool = False) -> str | None:
+    """Sortable string for a kernel release tag (``v6.8-rc1 < v6.8 < v6.8.1 < v6.9-rc1``), None
+    for anything else.  ``cycle``: the start of that release's development cycle (``v6.8``
+    -> before ``v6.8-rc1``), used by ``since:v6.8``."""
+    from bot.kernel_tree import release_tag_key
+
+    if not ref:
+        return None
+    ref = ref.strip()
+    if re.fullmatch(r"\d+\.\d+(?:\.\d+)*(?:-rc\d+)?", ref):
+        ref = "v" + ref
+    key = release_tag_key(ref)
+    if key is None:
+        return None
+    nums, final, rc = key
+    if cycle and final == 1 and nums[2:] == (0, 0):
+        final, rc = 0, 0
+    return "%03d.%03d.%03d.%03d.%d.%03d" % (nums + (final, rc))
+
+
+def clean_title(subject: str | None) -> str:
+    s = _REPLY_PREFIX.sub("", subject or "").strip()
+    s = re.sub(r"\s+", " ", s)
+    return s[:300] or "(no subject)"
+
+
+def search_text(title: str | None, culprit_subject: str | None = None, metric: str | None = None) -> str:
+    """What ``text:`` queries search: lower-cased, fields separated by a newline."""
+    return "\n".join(x for x in (title, culprit_subject, metric) if x).lower()
+
+
+def normalize_subsystem(value: str | None) -> str | None:
+    from extractors.subsystems import canonical
+
+    value = canonical(value)
+    if not value:
+        return None
+    v = value.strip().strip("/").lower()
+    v = re.sub(r"/+", "/", v)
+    return v or None
+
+
+def culprits_match(a: str | None, b: str | None) -> bool:
+    """Same culprit: equal ids, or the shorter (>= 7 hex digits) is a prefix of the longer."""
+    if not a or not b:
+        return False
+    a, b = a.lower(), b.lower()
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= MIN_CULPRIT_MATCH and bool(_HEXID.fullmatch(short)) and long_.startswith(short)
+
+
+def _jsonish(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):  # only what is known: {"cpu": "X", "arch": null} -> {"cpu": "X"}
+        return json.dumps({k: v for k, v in value.items() if v not in (None, "", [], {})}, sort_keys=True,
+                          ensure_ascii=False)
+    if isinstance(value, list):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return str(value)
+
+
+def _has_facts(rec: dict[str, Any]) -> bool:
+    return any(rec.get(f) not in (None, "", [], {}) for f in FACT_FIELDS)
+
+
+def _empty_hw() -> dict[str, Any]:
+    return {"cpu": None, "arch": None, "memory": None, "storage": None}
+
+
+def _empty_cfg() -> dict[str, Any]:
+    return {"filesystem": None, "benchmark": None, "command": None, "kernel_config": []}
+
+
+def fields_from_claim(claim: dict[str, Any]) -> dict[str, Any]:
+    """Record columns from a (merged, possibly tree-enriched) thread claim dict."""
+    culprit = claim.get("culprit") or {}
+    commit = culprit.get("commit")
+    commit = commit.lower()[:64] if isinstance(commit, str) and _HEXID.fullmatch(commit.lower()) else None
+    kernel = claim.get("kernel") or {}
+    out = {
+        "kind": claim.get("kind"),
+        "culprit_commit": commit,
+        "culprit_subject": culprit.get("subject") if commit else None,
+        "good": (claim.get("good") or None) and str(claim["good"])[:128],
+        "bad": (claim.get("bad") or None) and str(claim["bad"])[:128],
+        "subsystem": normalize_subsystem(claim.get("subsystem")),
+        "metric": claim.get("metric"),
+        "change_percent": claim.get("change_percent"),
+        "hardware": dict(claim.get("hardware") or _empty_hw()),
+        "config": dict(claim.get("config") or _empty_cfg()),
+        "numbers": list(claim.get("numbers") or []),
+        "evidence": dict(claim.get("evidence") or {}),
+        "confidence": claim.get("confidence"),
+    }
+    out["_first_tag"] = kernel.get("first_tag")
+    return out
+
+
+# -- the run ------------------------------------------------------------------------------------
+class _Run:
+    """One update_tracker transaction."""
+
+    def __init__(self, conn, trees=None) -> None:
+        self.conn = conn
+        self.trees = trees
+        self.now = utcnow()
+        self.stats = {"created": 0, "updated": 0, "commands_applied": 0, "commands_pending": 0,
+                      "commands_ignored": 0, "messages_linked": 0, "duplicates": 0}
+        self.touched: set[int] = set()
+        self.culprit_changed: set[int] = set()
+
+    # -- reading ------------------------------------------------------------------------------
+    def record(self, rid: int) -> dict[str, Any] | None:
+        r = self.conn.execute(select(ts.regressions).where(ts.regressions.c.id == rid)).mappings().first()
+        return dict(r) if r else None
+
+    def message(self, mid: str) -> dict[str, Any] | None:
+        m = schema.messages
+        row = self.conn.execute(select(m.c.message_id, m.c.subject, m.c.from_addr, m.c.date, m.c.in_reply_to)
+                                .where(m.c.message_id == mid)).mappings().first()
+        return dict(row) if row else None
+
+    def root_of(self, mid: str) -> str | None:
+        t = schema.thread_nodes
+        return self.conn.execute(select(t.c.root_id).where(t.c.message_id == mid)).scalar()
+
+    def parent_of(self, mid: str) -> str | None:
+        t = schema.thread_nodes
+        return self.conn.execute(select(t.c.parent_id).where(t.c.message_id == mid)).scalar()
+
+    def record_for_thread(self, root: str | None, *, monitored: bool = True) -> int | None:
+        """The record whose report is in thread ``root`` (lowest id), else (``monitored``) the
+        record monitoring that thread."""
+        if not root:
+            return None
+        r, t, rm = ts.regressions, schema.thread_nodes, ts.regression_messages
+        rid = self.conn.execute(
+            select(func.min(r.c.id)).select_from(r.join(t, t.c.message_id == r.c.report_message_id))
+            .where(t.c.root_id == root)).scalar()
+        if rid is None:
+            rid = self.conn.execute(select(func.min(r.c.id)).where(r.c.thread_key == root,
+                                                                   r.c.report_message_id.is_(None))).scalar()
+        if rid is None and monitored:
+            rid = self.conn.execute(
+                select(func.min(rm.c.regression_id)).select_from(rm.join(t, t.c.message_id == rm.c.message_id))
+                .where(t.c.root_id == root, rm.c.relation == "monitor")).scalar()
+        return rid
+
+    def record_for_report(self, msgid: str | None) -> int | None:
+        """The record whose report is ``msgid`` (or, failing that, whose thread holds it)."""
+        if not msgid:
+            return None
+        r = ts.regressions
+        rid = self.conn.execute(select(func.min(r.c.id)).where(r.c.report_message_id == msgid)).scalar()
+        if rid is None:
+            rid = self.record_for_thread(self.root_of(msgid), monitored=False)
+        return rid
+
+    def topmost(self, rid: int) -> int:
+        seen = {rid}
+        while True:
+            nxt = self.conn.execute(select(ts.regressions.c.duplicate_of)
+                                    .where(ts.regressions.c.id == rid)).scalar()
+            if nxt is None or nxt in seen:
+                return rid
+            seen.add(nxt)
+            rid = nxt
+
+    # -- writing ------------------------------------------------------------------------------
+    def history(self, rid: int, field: str, old: Any, new: Any, *, actor: str | None, message_id: str | None,
+                source: str, note: str | None = None) -> None:
+        self.conn.execute(insert(ts.regression_history).values(
+            regression_id=rid, at=self.now, field=field, old=_jsonish(old), new=_jsonish(new),
+            actor=actor, message_id=message_id, source=source, note=note))
+
+    def set_fields(self, rid: int, values: dict[str, Any], *, actor: str | None, message_id: str | None,
+                   source: str, note: str | None = None, override: bool = False,
+                   sources: dict[str, str] | None = None) -> list[str]:
+        """Change fields of a record, with one history row per change.  Fields overridden by a
+        regzbot command or a user are left alone when ``source`` is the extractor or the tree.
+        ``override``: remember the fields as set by hand.  Returns the fields changed."""
+        rec = self.record(rid)
+        if rec is None:
+            return []
+        overrides = dict(rec["overrides"] or {})
+        changed: dict[str, Any] = {}
+        for field, new in values.items():
+            locked = field in overrides and (source == "extractor" or (source == "kernel-tree" and field != "status"))
+            if locked:
+                continue
+            old = rec.get(field)
+            if override and field not in QUIET:
+                overrides[field] = {"actor": actor, "message_id": message_id, "source": source}
+            if old == new or (old is not None and new is not None and _jsonish(old) == _jsonish(new)):
+                continue
+            changed[field] = new
+            if field in QUIET:
+                continue
+            mid = (sources or {}).get(field, message_id)
+            self.history(rid, field, old, new, actor=actor, message_id=mid, source=source, note=note)
+        if changed.keys() & {"title", "culprit_subject", "metric"}:
+            merged = {**rec, **changed}
+            changed["search_text"] = search_text(merged["title"], merged["culprit_subject"], merged["metric"])
+        if override or changed:
+            vals = dict(changed)
+            if override:
+                vals["overrides"] = overrides
+            if changed:
+                vals["updated_at"] = self.now
+            self.conn.execute(update(ts.regressions).where(ts.regressions.c.id == rid).values(**vals))
+        if changed:
+            self.touched.add(rid)
+            if "culprit_commit" in changed:
+                self.culprit_changed.add(rid)
+        return list(changed)
+
+    def relate(self, rid: int, message_id: str, relation: str, *, url: str | None = None,
+               title: str | None = None, added_by: str | None = None, activity: bool = True) -> bool:
+        rm = ts.regression_messages
+        q = select(rm.c.id).where(rm.c.regression_id == rid, rm.c.message_id == message_id[:998])
+        if relation not in ("reply", "monitor"):  # a thread message is related once, whatever the way
+            q = q.where(rm.c.relation == relation)
+        if self.conn.execute(q).first():
+            return False
+        self.conn.execute(insert(rm).values(regression_id=rid, message_id=message_id[:998], relation=relation,
+                                            url=url, title=title, activity=activity, added_by=added_by,
+                                            created_at=self.now))
+        if activity:
+            r = ts.regressions
+            self.conn.execute(update(r).where(r.c.id == rid).values(updated_at=self.now))
+        self.stats["messages_linked"] += 1
+        return True
+
+    def create(self, *, report_message_id: str | None, title: str, created_at: datetime | None,
+               actor: str, source: str, message_id: str | None, report_url: str | None = None,
+               status: str = "reported", title_source: str = "report", note: str | None = None,
+               thread_key: str | None = None) -> int:
+        r = ts.regressions
+        root = self.root_of(report_message_id) if report_message_id else thread_key
+        created = _aware(created_at) or self.now
+        if created > self.now:
+            created = self.now
+        res = self.conn.execute(insert(r).values(
+            title=title, title_source=title_source, status=status, hardware=_empty_hw(), config=_empty_cfg(),
+            numbers=[], evidence={}, overrides={}, report_message_id=report_message_id, report_url=report_url,
+            search_text=search_text(title),
+            thread_key=root or report_message_id, ignore_activity=False, created_at=created,
+            updated_at=self.now))
+        rid = res.inserted_primary_key[0]
+        self.history(rid, "status", None, status, actor=actor, message_id=message_id, source=source,
+                     note=note or "record created")
+        if report_message_id:
+            self.relate(rid, report_message_id, "report", url=lore_url(report_message_id), added_by=message_id)
+        if root:
+            self.link_thread(rid, root)
+        elif report_url:
+            self.relate(rid, report_url, "report", url=report_url, added_by=message_id)
+        self.stats["created"] += 1
+        self.touched.add(rid)
+        return rid
+
+    def link_thread(self, rid: int, root: str, relation: str = "reply") -> None:
+        """Relate every stored message of thread ``root`` (not related yet) to the record."""
+        t, m, rm = schema.thread_nodes, schema.messages, ts.regression_messages
+        have = set(self.conn.execute(select(rm.c.message_id).where(rm.c.regression_id == rid)).scalars())
+        rows = self.conn.execute(select(m.c.message_id, m.c.subject, m.c.date)
+                                 .select_from(t.join(m, m.c.message_id == t.c.message_id))
+                                 .where(t.c.root_id == root)).all()
+        for mid, subject, _date in rows:
+            if mid not in have:
+                self.relate(rid, mid, relation, url=lore_url(mid), title=subject)
+
+    # -- thread claims -> records ---------------------------------------------------------------
+    def field_sources(self, root: str, fields: dict[str, Any]) -> dict[str, str]:
+        """For each field, the newest message of the thread whose own claim states the value."""
+        t, m, c = schema.thread_nodes, schema.messages, schema.claims
+        rows = self.conn.execute(
+            select(c.c.message_id, c.c.claim)
+            .select_from(t.join(m, m.c.message_id == t.c.message_id).join(c, c.c.message_id == t.c.message_id))
+            .where(t.c.root_id == root, c.c.claim.is_not(None))
+            .order_by(m.c.date.desc().nulls_last(), m.c.id.desc())).all()
+        out: dict[str, str] = {}
+        for mid, claim in rows:
+            if not isinstance(claim, dict) or "error" in claim:
+                continue
+            own = fields_from_claim(claim)
+            for f, v in fields.items():
+                if f in out or v in (None, "", [], {}):
+                    continue
+                ov = own.get(f)
+                if f == "culprit_commit" and culprits_match(ov, v):
+                    out[f] = mid
+                elif ov not in (None, "", [], {}) and _jsonish(ov) == _jsonish(v):
+                    out[f] = mid
+        return out
+
+    def apply_claim(self, root: str, claim: dict[str, Any], messages: list[str]) -> int | None:
+        rid = self.record_for_thread(root, monitored=False)
+        fields = fields_from_claim(claim)
+        first_tag = fields.pop("_first_tag", None)
+        if rid is None:
+            report = root if self.message(root) else next((m for m in messages if self.message(m)), None)
+            if report is None:
+                return None
+            msg = self.message(report)
+            rid = self.create(report_message_id=report, title=clean_title(msg["subject"]),
+                              created_at=msg["date"], actor="extractor", source="extractor", message_id=report,
+                              note="regression claim found in the thread")
+        rec = self.record(rid)
+        if "culprit_commit" in (rec["overrides"] or {}) and not culprits_match(rec["culprit_commit"],
+                                                                               fields["culprit_commit"]):
+            fields.pop("culprit_subject", None)  # the extractor's subject belongs to another commit
+        if rec["culprit_commit"] and fields["culprit_commit"] and culprits_match(rec["culprit_commit"],
+                                                                                 fields["culprit_commit"]):
+            # the same culprit, maybe now spelled out in full: keep the longer id, never shorten
+            if len(fields["culprit_commit"]) < len(rec["culprit_commit"]):
+                fields["culprit_commit"] = rec["culprit_commit"]
+        for f in ("culprit_commit", "culprit_subject", "good", "bad", "subsystem", "metric", "change_percent",
+                  "kind"):
+            if fields.get(f) in (None, "") and rec.get(f) not in (None, ""):
+                fields.pop(f)  # a merged claim that lost a fact never erases what we know
+        sources = self.field_sources(root, fields)
+        self.set_fields(rid, fields, actor="extractor", message_id=messages[-1] if messages else None,
+                        source="extractor", sources=sources)
+        self.refresh_version(rid, first_tag)
+        rec = self.record(rid)
+        if rec["status"] == "reported" and _has_facts(rec):
+            self.set_fields(rid, {"status": "triaged"}, actor="extractor",
+                            message_id=sources.get("culprit_commit") or (messages[-1] if messages else None),
+                            source="extractor", note="facts extracted")
+        self.link_thread(rid, root)
+        if rec["thread_key"] != root:
+            self.conn.execute(update(ts.regressions).where(ts.regressions.c.id == rid).values(thread_key=root))
+        return rid
+
+    def refresh_version(self, rid: int, first_tag: str | None = None) -> None:
+        rec = self.record(rid)
+        key = version_key(first_tag) or version_key(rec["bad"])
+        if key is None and self.trees is not None and rec["culprit_commit"]:
+            info = self.trees.resolve(rec["culprit_commit"])
+            key = version_key(info.first_tag) if info else None
+        if key != rec["version_key"] and key is not None:
+            self.conn.execute(update(ts.regressions).where(ts.regressions.c.id == rid).values(version_key=key))
+
+    # -- culprit de-duplication -------------------------------------------------------------------
+    def dedupe(self, rid: int) -> None:
+        r = ts.regressions
+        rec = self.record(rid)
+        c = rec and rec["culprit_commit"]
+        if not c or len(c) < MIN_CULPRIT_MATCH:
+            return
+        rows = self.conn.execute(select(r.c.id, r.c.culprit_commit, r.c.status, r.c.created_at, r.c.duplicate_of,
+                                        r.c.overrides)
+                                 .where(r.c.culprit_commit.like(_like_prefix(c[:MIN_CULPRIT_MATCH]), escape="\\"))
+                                 ).mappings().all()
+        group = [dict(x) for x in rows if culprits_match(x["culprit_commit"], c)]
+        if len(group) < 2:
+            return
+        heads = [g for g in group if g["status"] not in CLOSED]
+        if len(heads) < 2:
+            return
+        primary = min(heads, key=lambda g: (_aware(g["created_at"]), g["id"]))
+        for g in heads:
+            if g["id"] == primary["id"] or {"status", "duplicate_of"} & set(g["overrides"] or {}):
+                continue
+            self.mark_duplicate(g["id"], primary["id"], actor="extractor", message_id=None, source="extractor",
+                                note=f"same culprit {primary['culprit_commit']}")
+
+    def mark_duplicate(self, rid: int, target: int, *, actor: str | None, message_id: str | None, source: str,
+                       note: str | None = None, override: bool = False) -> bool:
+        target = self.topmost(target)
+        if target == rid:
+            return False
+        rec = self.record(rid)
+        self.set_fields(rid, {"duplicate_of": target, "status": "duplicate"}, actor=actor, message_id=message_id,
+                        source=source, note=note, override=override)
+        if rec["report_message_id"] or rec["report_url"]:
+            mid = rec["report_message_id"] or rec["report_url"]
+            url = lore_url(mid) if rec["report_message_id"] else rec["report_url"]
+            if self.relate(target, mid, "duplicate", url=url, title=rec["title"], added_by=message_id):
+                self.history(target, "duplicates", None, f"#{rid}", actor=actor, message_id=message_id,
+                             source=source, note=note)
+                self.touched.add(target)
+        self.stats["duplicates"] += 1
+        return True
+
+    # -- regzbot commands -------------------------------------------------------------------------
+    def command_done(self, msg_id: str, cmd: RegzbotCommand) -> str | None:
+        a = ts.regzbot_commands_applied
+        return self.conn.execute(select(a.c.outcome).where(a.c.message_id == msg_id, a.c.line_no == cmd.line_no,
+                                                           a.c.seq == cmd.seq)).scalar()
+
+    def note_command(self, msg_id: str, cmd: RegzbotCommand, outcome: str, rid: int | None,
+                     note: str | None, *, replace: bool = False) -> None:
+        a = ts.regzbot_commands_applied
+        vals = dict(command=cmd.name[:32], args=cmd.args[:2000], regression_id=rid, outcome=outcome,
+                    note=note, applied_at=self.now)
+        if replace:
+            self.conn.execute(update(a).where(a.c.message_id == msg_id, a.c.line_no == cmd.line_no,
+                                              a.c.seq == cmd.seq).values(**vals))
+        else:
+            self.conn.execute(insert(a).values(message_id=msg_id, line_no=cmd.line_no, seq=cmd.seq, **vals))
+        key = {"applied": "commands_applied", "pending": "commands_pending"}.get(outcome, "commands_ignored")
+        self.stats[key] += 1
+
+    def run_commands(self, msg: dict[str, Any], commands: list[RegzbotCommand], *, retry: bool = False) -> None:
+        for cmd in commands:
+            done = self.command_done(msg["message_id"], cmd)
+            if done is not None and not (retry and done == "pending"):
+                continue
+            outcome, rid, note = self.apply_command(msg, cmd)
+            if retry and outcome == "pending":
+                continue  # still waiting; keep the row as it is
+            self.note_command(msg["message_id"], cmd, outcome, rid, note, replace=done is not None)
+
+    def apply_command(self, msg: dict[str, Any], cmd: RegzbotCommand) -> tuple[str, int | None, str | None]:
+        """Apply one command; returns (outcome, record id, note).  outcome: applied | pending
+        (the thread is not tracked yet: retried on later runs) | ignored | unknown."""
+        mid, actor = msg["message_id"], msg["from_addr"] or None
+        root = self.root_of(mid)
+        rid = self.record_for_thread(root)
+        kw = dict(actor=actor, message_id=mid, source="regzbot")
+        if not cmd.known:
+            return "unknown", rid, f"unknown regzbot command {cmd.name!r}"
+        name = cmd.name
+        if name == "introduced":
+            return self.cmd_introduced(msg, cmd, rid)
+        if name == "dup-of":
+            target_mid = msgid_from_ref(cmd.url)
+            target = self.record_for_report(target_mid)
+            if target is None:
+                return "pending", rid, "the report it points at is not tracked (yet)"
+            if rid is None:
+                report = root if root and self.message(root) else mid
+                m = self.message(report) or msg
+                rid = self.create(report_message_id=report, title=clean_title(m["subject"]),
+                                  created_at=m["date"], actor=actor, source="regzbot", message_id=mid,
+                                  note="#regzbot dup-of")
+            if self.topmost(target) == rid:
+                return "ignored", rid, "would make the record a duplicate of itself"
+            self.mark_duplicate(rid, target, note=f"#regzbot dup-of: {cmd.args}", override=True, **kw)
+            return "applied", rid, None
+        if rid is None:
+            return "pending", None, "thread not tracked (yet)"
+        if name == "title":
+            title = re.sub(r"\s+", " ", cmd.args).strip()[:300]
+            if not title:
+                return "ignored", rid, "empty title"
+            self.set_fields(rid, {"title": title, "title_source": "regzbot"}, override=True, **kw)
+        elif name == "dup":
+            other_mid = msgid_from_ref(cmd.url)
+            other_url = None if other_mid else cmd.url
+            if not other_mid and not other_url:
+                return "ignored", rid, "no link given"
+            other = self.record_for_report(other_mid) if other_mid else self.conn.execute(
+                select(func.min(ts.regressions.c.id)).where(ts.regressions.c.report_url == other_url)).scalar()
+            if other is None:
+                m = self.message(other_mid) if other_mid else None
+                other = self.create(report_message_id=other_mid, report_url=other_url,
+                                    title=clean_title(m["subject"]) if m else (cmd.link_title or cmd.url),
+                                    created_at=m["date"] if m else None, actor=actor, source="regzbot",
+                                    message_id=mid, note="#regzbot dup")
+            if self.topmost(rid) == other:
+                return "ignored", rid, "would make the record a duplicate of itself"
+            self.mark_duplicate(other, rid, note=f"#regzbot dup: {cmd.args}", override=True, **kw)
+        elif name == "fix":
+            commit, subject = cmd.fix
+            if not commit and not subject:
+                return "ignored", rid, "no commit or subject given"
+            status, tree = "fix-pending", None
+            if commit and self.trees is not None:
+                info = self.trees.resolve(commit)
+                if info is not None:
+                    subject = subject or info.subject
+                    tree = ",".join(info.trees) or None
+                    if info.mainline:
+                        status = "fixed"
+            self.set_fields(rid, {"fix_commit": commit, "fix_subject": subject, "fix_tree": tree,
+                                  "status": status}, override=True, note=f"#regzbot fix: {cmd.args}", **kw)
+        elif name in ("resolve", "inconclusive"):
+            status = "resolved" if name == "resolve" else "inconclusive"
+            self.set_fields(rid, {"status": status}, override=True, note=cmd.args or None, **kw)
+        elif name in ("link", "monitor"):
+            url = cmd.url
+            if not url:
+                return "ignored", rid, "no link given"
+            target = msgid_from_ref(url) or url
+            if self.relate(rid, target, name, url=url if "://" in url else lore_url(target),
+                           title=cmd.link_title, added_by=mid):
+                self.history(rid, name, None, url, note=cmd.link_title, **kw)
+                self.touched.add(rid)
+        elif name in ("unlink", "unmonitor"):
+            url = cmd.url
+            if not url:
+                return "ignored", rid, "no link given"
+            target = msgid_from_ref(url) or url
+            rm = ts.regression_messages
+            rel = "link" if name == "unlink" else "monitor"
+            gone = self.conn.execute(rm.delete().where(rm.c.regression_id == rid, rm.c.relation == rel,
+                                                       or_(rm.c.message_id == target, rm.c.url == url))).rowcount
+            if not gone:
+                return "ignored", rid, f"not {rel}ed"
+            self.history(rid, rel, url, None, **kw)
+            self.touched.add(rid)
+        elif name == "backburner":
+            self.set_fields(rid, {"status": "backburner"}, override=True, note=cmd.args or None, **kw)
+        elif name == "unbackburn":
+            rec = self.record(rid)
+            if rec["status"] != "backburner":
+                return "ignored", rid, "not on the back burner"
+            h = ts.regression_history
+            prev = self.conn.execute(select(h.c.old).where(h.c.regression_id == rid, h.c.field == "status",
+                                                           h.c.new == "backburner").order_by(h.c.id.desc())).scalar()
+            if prev not in STATUSES or prev == "backburner":
+                prev = "triaged" if _has_facts(rec) else "reported"
+            self.set_fields(rid, {"status": prev}, override=True, note=cmd.args or None, **kw)
+        elif name in ("ignore-activity", "poke"):
+            rm = ts.regression_messages
+            self.conn.execute(update(rm).where(rm.c.message_id == mid).values(activity=False))
+            if name == "poke":
+                self.history(rid, "poke", None, None, **kw)
+        return "applied", rid, None
+
+    def cmd_introduced(self, msg: dict[str, Any], cmd: RegzbotCommand,
+                       rid: int | None) -> tuple[str, int | None, str | None]:
+        mid, actor = msg["message_id"], msg["from_addr"] or None
+        intro = cmd.introduced
+        if intro is None:
+            return "ignored", rid, "cannot read the commit id or range"
+        pointer = cmd.pointer
+        report, report_url = mid, None
+        if pointer == "^":
+            report = self.parent_of(mid) or msg.get("in_reply_to")
+            if not report:
+                return "ignored", rid, "'^' but the mail has no parent"
+        elif pointer in ("/", "~"):
+            report = self.root_of(mid) or mid
+        elif pointer:
+            report = msgid_from_ref(pointer)
+            if report is None:
+                report, report_url = None, pointer
+        target = None
+        if report is not None:
+            target = self.record_for_report(report) if report != mid else rid
+            if target is None and pointer is None:
+                target = rid
+        elif report_url:
+            target = self.conn.execute(select(func.min(ts.regressions.c.id))
+                                       .where(ts.regressions.c.report_url == report_url)).scalar()
+        if target is None:
+            m = self.message(report) if report else None
+            m = m or (msg if report == mid else None)
+            target = self.create(report_message_id=report, report_url=report_url,
+                                 thread_key=self.root_of(mid) if report_url else None,
+                                 title=clean_title(m["subject"]) if m else clean_title(msg["subject"]),
+                                 created_at=(m or msg)["date"], actor=actor, source="regzbot", message_id=mid,
+                                 note=f"#regzbot {cmd.raw.split(None, 1)[1] if ' ' in cmd.raw else ''}".strip())
+            if report is not None:
+                root = self.root_of(report)
+                tc = schema.thread_claims
+                row = self.conn.execute(select(tc.c.claim, tc.c.messages).where(
+                    tc.c.root_id == root, tc.c.is_regression.is_(True))).first() if root else None
+                if row is not None:
+                    self.apply_claim(root, row[0], list(row[1] or []))
+        values: dict[str, Any] = {}
+        if intro.culprit:
+            values["culprit_commit"] = intro.culprit
+            rec = self.record(target)
+            if not culprits_match(rec["culprit_commit"], intro.culprit):
+                self.set_fields(target, {"culprit_subject": None}, actor=actor, message_id=mid, source="regzbot")
+        else:
+            values["good"], values["bad"] = intro.good, intro.bad
+        self.set_fields(target, values, actor=actor, message_id=mid, source="regzbot", override=True,
+                        note=f"#regzbot introduced: {cmd.args}")
+        if intro.culprit and self.trees is not None:
+            info = self.trees.resolve(intro.culprit)
+            if info is not None:
+                self.set_fields(target, {"culprit_subject": info.subject}, actor=",".join(info.trees) or None,
+                                message_id=mid, source="kernel-tree", note=f"{info.sha[:12]} in the kernel tree")
+        self.refresh_version(target)
+        rec = self.record(target)
+        if rec["status"] == "reported" and _has_facts(rec):
+            self.set_fields(target, {"status": "triaged"}, actor=actor, message_id=mid, source="regzbot",
+                            note="introduced given")
+        return "applied", target, None
+
+    # -- messages since the last run --------------------------------------------------------------
+    def backlinks(self, msg: dict[str, Any], body: str, own: int | None) -> None:
+        """Lore links in the unquoted text pointing at a tracked report: the thread is monitored
+        for that record; with a duplicate cue next to the link, the message's own record becomes
+        a duplicate of it."""
+        mid = msg["message_id"]
+        for para in re.split(r"\n\s*\n", body):
+            lines = [ln for ln in para.split("\n") if not ln.lstrip().startswith(">")]
+            text = "\n".join(lines)
+            if "://" not in text:
+                continue
+            for url in _URL.findall(text):
+                target_mid = msgid_from_ref(url.rstrip(".,;"))
+                if not target_mid:
+                    continue
+                r = ts.regressions
+                target = self.conn.execute(select(func.min(r.c.id)).where(r.c.report_message_id == target_mid)).scalar()
+                if target is None or target == own or (own is not None and self.topmost(own) == self.topmost(target)):
+                    continue
+                if own is not None and _DUP_CUE.search(text):
+                    rec = self.record(own)
+                    if rec["status"] not in CLOSED and "status" not in (rec["overrides"] or {}):
+                        self.mark_duplicate(own, target, actor=msg["from_addr"] or None, message_id=mid,
+                                            source="extractor", note=f"points at the report {url}")
+                        continue
+                if self.relate(target, mid, "monitor", url=lore_url(mid), title=msg["subject"], added_by=mid):
+                    self.history(target, "monitor", None, lore_url(mid), actor=msg["from_addr"] or None,
+                                 message_id=mid, source="extractor", note="links to the report")
+
+    def process_messages(self, after_id: int, chunk: int = 5000) -> int:
+        """Messages stored after ``after_id``, in chunks of ids, each chunk in Date order."""
+        m = schema.messages
+        last = after_id
+        while True:
+            ids = self.conn.execute(select(m.c.id).where(m.c.id > last).order_by(m.c.id).limit(chunk)).scalars().all()
+            if not ids:
+                return last
+            lo, hi = ids[0], ids[-1]
+            self._process_chunk(lo, hi)
+            last = hi
+
+    def _process_chunk(self, lo: int, hi: int) -> None:
+        m, t = schema.messages, schema.thread_nodes
+        window = and_(m.c.id >= lo, m.c.id <= hi)
+        rows = [dict(r) for r in self.conn.execute(
+            select(m.c.id, m.c.message_id, m.c.subject, m.c.from_addr, m.c.date, m.c.in_reply_to, t.c.root_id)
+            .select_from(m.outerjoin(t, t.c.message_id == m.c.message_id)).where(window)).mappings()]
+        interesting = set(self.conn.execute(
+            select(m.c.id).where(window, or_(m.c.body.ilike("%#regzbot%"), m.c.body.ilike("%kernel.org/%"),
+                                             m.c.body.ilike("%msgid.link/%")))).scalars())
+        epoch = datetime.min.replace(tzinfo=timezone.utc)
+        rows.sort(key=lambda r: (_aware(r["date"]) is None, _aware(r["date"]) or epoch, r["id"]))
+        for r in rows:
+            body = ""
+            if r["id"] in interesting:
+                row = self.conn.execute(select(m.c.body, m.c.headers).where(m.c.id == r["id"])).first()
+                # the bot's own replies carry #regzbot lines for regzbot, not commands for us
+                body = "" if row is None or is_own_mail(row.headers) else (row.body or "")
+            commands = parse_commands(body)
+            ignore = (any(c.name in ("ignore-activity", "poke") for c in commands)
+                      or (r["subject"] or "").rstrip().lower().endswith("#forregzbot"))
+            if commands:
+                self.run_commands(r, commands)
+            rid = self.record_for_thread(r["root_id"])
+            if rid is not None:
+                own = self.record_for_thread(r["root_id"], monitored=False)
+                relation = "reply" if own == rid else "monitor"
+                self.relate(rid, r["message_id"], relation, url=lore_url(r["message_id"]), title=r["subject"],
+                            activity=not ignore)
+                if ignore:
+                    rm = ts.regression_messages
+                    self.conn.execute(update(rm).where(rm.c.message_id == r["message_id"]).values(activity=False))
+            if body and ("kernel.org/" in body or "msgid.link/" in body):
+                self.backlinks(r, body, self.record_for_thread(r["root_id"], monitored=False))
+
+    def retry_pending(self) -> None:
+        a, m = ts.regzbot_commands_applied, schema.messages
+        pending = self.conn.execute(select(a.c.message_id).where(a.c.outcome == "pending").distinct()).scalars().all()
+        if not pending:
+            return
+        rows = self.conn.execute(select(m.c.id, m.c.message_id, m.c.subject, m.c.from_addr, m.c.date,
+                                        m.c.in_reply_to, m.c.body)
+                                 .where(m.c.message_id.in_(pending[:1000]))).mappings().all()
+        epoch = datetime.min.replace(tzinfo=timezone.utc)
+        for r in sorted(rows, key=lambda r: (_aware(r["date"]) is None, _aware(r["date"]) or epoch, r["id"])):
+            self.run_commands(dict(r), parse_commands(r["body"]), retry=True)
+
+
+def _like_prefix(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def _lock(conn, key: str, value: Any, now: datetime) -> None:
+    """Write the cursor row first: serialises concurrent runs (SQLite takes its write lock, and
+    on PostgreSQL an advisory transaction lock is taken)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy import text
+
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 7_482_519})
+    c = schema.cursors
+    done = conn.execute(update(c).where(c.c.key == key).values(value=value, updated_at=now))
+    if done.rowcount == 0:
+        conn.execute(insert(c).values(key=key, value=value, updated_at=now))
+
+
+def update_tracker(store: Store, config=None, *, trees=None, fixes: bool = True) -> dict[str, Any]:
+    """Create/update regression records from what changed since the last run.
+
+    1. messages stored since the last run, in Date order: ``#regzbot`` commands (each applied
+       once), replies joining the record of their thread, links to tracked reports (monitor
+       or, with a duplicate cue, duplicate);
+    2. thread claims (regressions only) updated since the last run -> records (extractor facts,
+       never over fields a regzbot command or user set);
+    3. commands that waited for their thread to be tracked are retried;
+    4. records whose culprit changed are de-duplicated by culprit;
+    5. with kernel trees (``trees`` or ``[kernel] repos`` in ``config``): :func:`check_fixes`.
+    """
+    own_trees = False
+    if trees is None and config is not None and fixes:
+        from bot.triage import open_trees
+
+        trees = open_trees(config)
+        own_trees = trees is not None
+    try:
+        with store.engine.begin() as conn:
+            c = schema.cursors
+            state = conn.execute(select(c.c.value).where(c.c.key == CURSOR)).scalar() or {}
+            run = _Run(conn, trees)
+            _lock(conn, CURSOR, state, run.now)
+            # commands first: a report a human designated (#regzbot introduced ^) wins over the
+            # thread root the extractor would pick; commands waiting for a record are retried below
+            last_id = run.process_messages(int(state.get("last_message_id") or 0))
+            tc = schema.thread_claims
+            q = select(tc.c.root_id, tc.c.claim, tc.c.messages, tc.c.updated_at).where(tc.c.is_regression.is_(True))
+            since = state.get("claims_since")
+            if since:
+                q = q.where(tc.c.updated_at >= datetime.fromisoformat(since))
+            for root, claim, msgs, _ in conn.execute(q.order_by(tc.c.updated_at, tc.c.root_id)).all():
+                if isinstance(claim, dict):
+                    run.apply_claim(root, claim, list(msgs or []))
+            run.retry_pending()
+            for rid in sorted(run.culprit_changed):
+                run.dedupe(rid)
+            new_state = {"claims_since": (run.now - CLAIM_MARGIN).isoformat(), "last_message_id": last_id}
+            conn.execute(update(c).where(c.c.key == CURSOR).values(value=new_state, updated_at=run.now))
+            stats = dict(run.stats)
+            stats["records_changed"] = len(run.touched)
+        if trees is not None and fixes:
+            stats["fixes"] = check_fixes(store, trees)
+        return stats
+    finally:
+        if own_trees:
+            trees.close()
+
+
+# -- API for other components ---------------------------------------------------------------------
+def set_status(store: Store, rid: int, status: str, actor: str, note: str | None = None, *,
+               source: str = "user", message_id: str | None = None) -> bool:
+    """Set a record's status (validated), with history.  Returns False if it was already so."""
+    if status not in STATUSES:
+        raise ValueError(f"unknown status {status!r} (one of: {', '.join(STATUSES)})")
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}")
+    with store.engine.begin() as conn:
+        run = _Run(conn)
+        if run.record(rid) is None:
+            raise KeyError(f"no regression record {rid}")
+        return bool(run.set_fields(rid, {"status": status}, actor=actor, message_id=message_id, source=source,
+                                   note=note, override=source in ("user", "regzbot")))
+
+
+def check_fixes(store: Store, trees, *, first_walk_limit: int | None = 20000) -> dict[str, int]:
+    """Fixes in the kernel trees for open records: commits with ``Link:``/``Closes:`` to a
+    report's Message-ID, or ``Fixes: <culprit>``.  In a mainline tree -> ``fixed``, elsewhere
+    -> ``fix-pending``; ``fix-pending`` records whose fix commit reached mainline -> ``fixed``.
+
+    Incremental per tree (cursor ``tracker:fixes``: the tips walked last time); records created
+    since the last scan get one full walk (bounded by ``first_walk_limit`` commits with trailers).
+    """
+    r = ts.regressions
+    out = {"fix_pending": 0, "fixed": 0}
+    with store.engine.begin() as conn:
+        c = schema.cursors
+        state = conn.execute(select(c.c.value).where(c.c.key == FIX_CURSOR)).scalar() or {}
+        run = _Run(conn, trees)
+        _lock(conn, FIX_CURSOR, state, run.now)
+        rows = conn.execute(select(r.c.id, r.c.report_message_id, r.c.culprit_commit, r.c.status, r.c.fix_commit)
+                            .where(r.c.status.not_in(("fixed", "resolved", "duplicate", "inconclusive")))
+                            ).mappings().all()
+        seen_max = int(state.get("max_id") or 0)
+        old = [x for x in rows if x["id"] <= seen_max]
+        new = [x for x in rows if x["id"] > seen_max]
+        scans = []
+        if old:
+            scans.append((old, trees.find_fixes([x["report_message_id"] for x in old if x["report_message_id"]],
+                                                [x["culprit_commit"] for x in old if x["culprit_commit"]],
+                                                state.get("tips"), first_walk_limit=first_walk_limit)))
+        if new:
+            scans.append((new, trees.find_fixes([x["report_message_id"] for x in new if x["report_message_id"]],
+                                                [x["culprit_commit"] for x in new if x["culprit_commit"]],
+                                                None, first_walk_limit=first_walk_limit)))
+        from bot.kernel_tree import normalize_msgid
+
+        for group, scan in scans:
+            by_msgid: dict[str, list[int]] = {}
+            for x in group:
+                if x["report_message_id"]:
+                    by_msgid.setdefault(normalize_msgid(x["report_message_id"]), []).append(x["id"])
+            # mainline first, so a fix seen in both a mainline and a -next tree counts as fixed
+            for fx in sorted(scan.fixes, key=lambda f: not f.mainline):
+                if fx.trailer in ("Link", "Closes"):
+                    ids = by_msgid.get(normalize_msgid(fx.matched), [])
+                else:
+                    ids = [x["id"] for x in group if x["culprit_commit"] and x["culprit_commit"] == fx.matched]
+                for rid in ids:
+                    rec = run.record(rid)
+                    if rec["status"] in CLOSED:
+                        continue
+                    status = "fixed" if fx.mainline else "fix-pending"
+                    if rec["status"] == "fix-pending" and status == "fix-pending" and rec["fix_commit"]:
+                        continue
+                    run.set_fields(rid, {"fix_commit": fx.sha, "fix_subject": fx.subject, "fix_tree": fx.tree,
+                                         "status": status}, actor=fx.tree, message_id=None, source="kernel-tree",
+                                   note=f"{fx.trailer}: {fx.value}"[:500])
+                    out["fixed" if status == "fixed" else "fix_pending"] += 1
+        # fix-pending records whose fix commit has reached mainline since
+        for x in conn.execute(select(r.c.id, r.c.fix_commit).where(r.c.status == "fix-pending",
+                                                                    r.c.fix_commit.is_not(None))).all():
+            info = trees.resolve(x.fix_commit)
+            if info is not None and info.mainline:
+                run.set_fields(x.id, {"status": "fixed", "fix_commit": info.sha, "fix_tree": ",".join(info.trees)},
+                               actor=",".join(info.trees), message_id=None, source="kernel-tree",
+                               note=f"{info.sha[:12]} (\"{info.subject}\") is in mainline")
+                out["fixed"] += 1
+        tips = dict(state.get("tips") or {})
+        for _, scan in scans:
+            tips.update(scan.tips)
+        if not scans:
+            tips.update(trees.tips())
+        max_id = conn.execute(select(func.max(r.c.id))).scalar() or 0
+        conn.execute(update(c).where(c.c.key == FIX_CURSOR).values(value={"tips": tips, "max_id": max_id},
+                                                                    updated_at=run.now))
+    return out
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def find_record(store: Store, ident: str) -> int | None:
+    """A record id from ``123``, ``#123``, or the Message-ID of any related message."""
+    ident = ident.strip()
+    if re.fullmatch(r"#?\d+", ident):
+        return int(ident.lstrip("#"))
+    mid = msgid_from_ref(ident) or ident.strip("<>")
+    rm, r = ts.regression_messages, ts.regressions
+    with store.engine.connect() as conn:
+        rid = conn.execute(select(func.min(r.c.id)).where(r.c.report_message_id == mid)).scalar()
+        if rid is None:
+            rid = conn.execute(select(func.min(rm.c.regression_id)).where(rm.c.message_id == mid)).scalar()
+    return rid
+
+
+def get_record(store: Store, rid: int) -> dict[str, Any] | None:
+    """The record row plus ``messages`` (related, with subject/from/date where stored),
+    ``history`` (oldest first) and ``duplicates`` (ids of records marked duplicate of it)."""
+    r, rm, h, m = ts.regressions, ts.regression_messages, ts.regression_history, schema.messages
+    with store.engine.connect() as conn:
+        row = conn.execute(select(r).where(r.c.id == rid)).mappings().first()
+        if row is None:
+            return None
+        rec = dict(row)
+        msgs = conn.execute(
+            select(rm.c.message_id, rm.c.relation, rm.c.url, rm.c.title, rm.c.activity, rm.c.added_by,
+                   m.c.subject, m.c.from_addr, m.c.date)
+            .select_from(rm.outerjoin(m, m.c.message_id == rm.c.message_id))
+            .where(rm.c.regression_id == rid).order_by(m.c.date.asc().nulls_last(), rm.c.id)).mappings().all()
+        hist = conn.execute(select(h).where(h.c.regression_id == rid).order_by(h.c.id)).mappings().all()
+        dups = conn.execute(select(r.c.id).where(r.c.duplicate_of == rid).order_by(r.c.id)).scalars().all()
+    for k in ("created_at", "updated_at"):
+        rec[k] = _aware(rec[k])
+    rec["messages"] = [{**dict(x), "date": _aware(x["date"])} for x in msgs]
+    rec["history"] = [{**dict(x), "at": _aware(x["at"])} for x in hist]
+    rec["duplicates"] = list(dups)
+    return rec
+
+
+def record_ids(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
+    """Several records (rows only, no messages/history), in the given order."""
+    ids = list(ids)
+    if not ids:
+        return []
+    r = ts.regressions
+    with store.engine.connect() as conn:
+        rows = {x["id"]: dict(x) for x in conn.execute(select(r).where(r.c.id.in_(ids))).mappings()}
+    out = []
+    for i in ids:
+        if i in rows:
+            x = rows[i]
+            x["created_at"], x["updated_at"] = _aware(x["created_at"]), _aware(x["updated_at"])
+            out.append(x)
+    return out

@@ -1,0 +1,121 @@
+"""Triage step of the pipeline: run the extractor over stored messages that have not been
+looked at, store each message's claim, and (re)merge the claim of every thread touched."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bot.mail import is_own_mail
+from storage.store import Store
+
+
+def claim_record(message_id: str, claim) -> dict[str, Any]:
+    import extractors
+
+    data = claim.to_dict()
+    data["facts"] = [f.to_dict() for f in claim.facts]
+    keep = claim.is_regression or bool(claim.facts)
+    return {"message_id": message_id, "is_regression": bool(claim.is_regression),
+            "confidence": float(claim.confidence), "kind": claim.kind,
+            "culprit": (claim.culprit_commit or None) and claim.culprit_commit[:64],
+            "claim": data if keep else None,
+            "extractor_version": getattr(extractors, "__version__", "0")}
+
+
+def open_trees(config) -> Any:
+    """KernelTrees for ``[kernel] repos`` in the config, or None when none are configured."""
+    repos = config.section("kernel").get("repos") if config is not None else None
+    if not repos:
+        return None
+    from bot.kernel_tree import KernelTrees
+
+    return KernelTrees.from_config(repos)
+
+
+def enrich_from_tree(data: dict[str, Any], trees) -> None:
+    """Fill culprit facts from a kernel tree: full id, subject, first release, subsystem from
+    MAINTAINERS.  The tree is authoritative over text hints; the evidence says so."""
+    culprit = data.get("culprit")
+    if trees is None or not culprit or not culprit.get("commit"):
+        return
+    info = trees.resolve(culprit["commit"])
+    if info is None:
+        return
+    evidence = data.setdefault("evidence", {})
+    culprit["sha"] = info.sha
+    if not culprit.get("subject"):
+        culprit["subject"] = info.subject
+        evidence.setdefault("culprit_subject", f"kernel tree: {info.sha[:12]} (\"{info.subject}\")")
+    data["kernel"] = {"sha": info.sha, "subject": info.subject, "author": info.author_name,
+                      "date": info.author_date.isoformat(), "first_tag": info.first_tag,
+                      "files": list(info.files)[:50], "trees": list(info.trees)}
+    match = trees.commit_subsystem(info.sha)
+    if match is not None:
+        from extractors.subsystems import canonical
+
+        data["subsystem"] = canonical(match.key)
+        evidence["subsystem"] = f"MAINTAINERS: {match.section} ({match.kind}: {match.pattern})"
+
+
+def merge_thread(store: Store, root_id: str, trees=None) -> dict[str, Any] | None:
+    """Merge the claims of one thread (oldest first) and store the result."""
+    import extractors
+    from extractors.claim import Claim
+
+    rows = store.thread_message_claims(root_id)
+    if not any(r["is_regression"] for r in rows):
+        store.save_thread_claim(root_id, None, False, 0.0, [])
+        return None
+    from extractors.claim import Fact
+
+    used = [r for r in rows if r["claim"]]
+    claims = []
+    for r in used:
+        c = Claim.from_dict(r["claim"])
+        if r["claim"].get("facts"):
+            c.facts = [Fact.from_dict(f) for f in r["claim"]["facts"]]
+        claims.append(c)
+    merged = extractors.merge_thread(claims)
+    data = merged.to_dict()
+    enrich_from_tree(data, trees)
+    store.save_thread_claim(root_id, data, bool(merged.is_regression), float(merged.confidence),
+                            [r["message_id"] for r in used])
+    return data
+
+
+def triage_pending(store: Store, *, batch: int = 500, trees=None,
+                   on_progress: Callable[[int], None] | None = None) -> dict[str, int]:
+    """Extract every message without a claim; returns counts."""
+    import extractors
+
+    done = found = 0
+    roots: set[str] = set()
+    while True:
+        rows = store.messages_without_claims(batch)
+        if not rows:
+            break
+        records = []
+        for r in rows:
+            if is_own_mail(r.get("headers")):
+                records.append({"message_id": r["message_id"], "is_regression": False, "confidence": 0.0,
+                                "kind": None, "culprit": None, "claim": {"skipped": "regtriage's own mail"},
+                                "extractor_version": getattr(extractors, "__version__", "0")})
+                continue
+            try:
+                claim = extractors.extract(r["subject"], r["body"])
+            except Exception as exc:  # noqa: BLE001 - one bad message must not stop the batch
+                records.append({"message_id": r["message_id"], "is_regression": False, "confidence": 0.0,
+                                "kind": None, "culprit": None,
+                                "claim": {"error": f"extractor failed: {exc.__class__.__name__}: {exc}"[:500]},
+                                "extractor_version": getattr(extractors, "__version__", "0")})
+                continue
+            records.append(claim_record(r["message_id"], claim))
+        store.save_claims(records)
+        found += sum(1 for rec in records if rec["is_regression"])
+        roots |= store.thread_keys([r["message_id"] for r in rows])
+        done += len(rows)
+        if on_progress:
+            on_progress(done)
+    threads = sum(1 for root in sorted(roots) if merge_thread(store, root, trees) is not None)
+    return {"extracted": done, "regression_messages": found, "regression_threads": threads}

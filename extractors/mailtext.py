@@ -1,0 +1,213 @@
+"""Mail-aware segmentation: lines, quote depth, sentence-like units, and a "clean" text.
+
+The body is cut into *segments* (a line, or a piece of a flattened one-line archive copy),
+each with its quote depth (number of ``>`` markers) and the body offset of its content.
+The contents are joined with ``\\n`` into one *clean* text (quote markers removed) with an
+offset map back to the body, so regexes can run on clean text and still give body spans.
+
+Segments are then grouped into *units*: a prose paragraph is split into sentences, while
+structured lines (tables, key: value lines, logs, bisect logs, diffs, cpuinfo dumps) are one
+unit each.  Pure Python, no spaCy: the spaCy components in ``pipeline`` call into this.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
+FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
+SIG_LINE = re.compile(r"^--\s?$")
+SENT_SPLIT = re.compile(r"(?<=[a-z0-9)\]\"'%*][.!?])\s+(?=[A-Z\"(\[])|(?<=[.!?])\s*\n(?=[A-Z])")
+ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|vs|etc|approx|cf|Mr|Dr|No|resp|incl|Fig)\.)$", re.I)
+
+# line shapes that make a line "structured" (a unit on its own)
+STRUCT_START = re.compile(
+    r"""^(?:\#|\$\s|\[\s*\d+\.\d+\]|\[\s*[0-9a-f]{7,40}\]|diff\s|---|\+\+\+|@@|index\s[0-9a-f]|
+    commit[\s:]|Author:|Date:|Signed-off-by:|Reported-by:|Acked-by:|Reviewed-by:|Tested-by:|Fixes:|
+    Cc:|Link:|Closes:|=+\s*$|-{3,}|_{3,}|\*{3,}|\|)""", re.X)
+KEY_VALUE = re.compile(r"^[A-Za-z][\w ()/.#+-]{0,34}?\s?[:=]\s*\S")
+BULLET = re.compile(r"^(?:[-*+•]\s+|\d{1,2}[.)/]\s+|[a-z][.)]\s+|\(\d{1,2}\)\s+)")
+NUMTOK = re.compile(r"^[([]?[-+~]?\d[\d.,:%x/]*[)\]]?%?$")
+
+
+@dataclass
+class Segment:
+    cstart: int   # start in clean text
+    bstart: int   # start in body
+    length: int
+    depth: int
+    structured: bool = False
+    blank: bool = False
+
+
+@dataclass
+class Unit:
+    cstart: int
+    cend: int
+    depth: int
+    structured: bool
+    text: str  # clean text of the unit (quote markers removed, newlines kept)
+    index: int = 0
+
+
+class MailText:
+    """Segmented view of one mail body."""
+
+    def __init__(self, body: str, max_chars: int = 200_000):
+        self.body = body if len(body) <= max_chars else body[:max_chars]
+        self.segments: list[Segment] = []
+        self._build_segments()
+        self.clean = self._clean_text
+        self._cstarts = [s.cstart for s in self.segments]
+        self.units: list[Unit] = []
+        self._build_units()
+        self._ustarts = [u.cstart for u in self.units]
+
+    # -- segments ------------------------------------------------------------------------
+    def _build_segments(self) -> None:
+        body = self.body
+        parts: list[str] = []
+        cpos = 0
+        pos = 0
+        sig_cut = False
+        for raw in body.splitlines(keepends=True):
+            line = raw.rstrip("\r\n")
+            lstart = pos
+            pos += len(raw)
+            if sig_cut:
+                continue
+            m = QUOTE_PREFIX.match(line)
+            depth, off = (m.group(1).count(">"), m.end()) if m else (0, 0)
+            content = line[off:]
+            if depth == 0 and SIG_LINE.match(content):
+                sig_cut = True  # signature / list footer of the author's own text
+                continue
+            pieces = [(depth, off, content)]
+            if len(content) > 300 and len(FLAT_QUOTE.findall(content)) >= 2:
+                pieces = self._split_flat(depth, off, content)
+            for d, o, text in pieces:
+                stripped = text.rstrip()
+                seg = Segment(cpos, lstart + o, len(stripped), d)
+                seg.blank = not stripped.strip()
+                seg.structured = (not seg.blank) and is_structured(stripped)
+                self.segments.append(seg)
+                parts.append(stripped)
+                cpos += len(stripped) + 1
+        self._clean_text = "\n".join(parts)
+
+    @staticmethod
+    def _split_flat(depth: int, off: int, content: str) -> list[tuple[int, int, str]]:
+        out = []
+        last = 0
+        cur_depth = depth
+        for m in FLAT_QUOTE.finditer(content):
+            out.append((cur_depth, off + last, content[last:m.start()]))
+            cur_depth = depth + m.group(1).count(">")
+            last = m.end()
+        out.append((cur_depth, off + last, content[last:]))
+        return [p for p in out if p[2].strip()]
+
+    # -- units ---------------------------------------------------------------------------
+    def _build_units(self) -> None:
+        segs = self.segments
+        clean = self.clean
+        i = 0
+        n = len(segs)
+        while i < n:
+            s = segs[i]
+            if s.blank:
+                i += 1
+                continue
+            if s.structured:
+                self._add_unit(s.cstart, s.cstart + s.length, s.depth, True)
+                i += 1
+                continue
+            # prose paragraph: following prose lines at the same depth
+            j = i + 1
+            while j < n:
+                t = segs[j]
+                if t.blank or t.structured or t.depth != s.depth:
+                    break
+                prev_text = clean[segs[j - 1].cstart:segs[j - 1].cstart + segs[j - 1].length]
+                if prev_text.rstrip().endswith(":"):
+                    break
+                if BULLET.match(clean[t.cstart:t.cstart + t.length]):
+                    break
+                j += 1
+            start, end = s.cstart, segs[j - 1].cstart + segs[j - 1].length
+            self._split_sentences(start, end, s.depth)
+            i = j
+
+    def _split_sentences(self, start: int, end: int, depth: int) -> None:
+        text = self.clean[start:end]
+        last = 0
+        for m in SENT_SPLIT.finditer(text):
+            if ABBREV.search(text[max(0, m.start() - 8):m.start()]):
+                continue
+            if m.start() - last < 2:
+                continue
+            self._add_unit(start + last, start + m.start(), depth, False)
+            last = m.end()
+        if last < len(text):
+            self._add_unit(start + last, end, depth, False)
+
+    def _add_unit(self, cstart: int, cend: int, depth: int, structured: bool) -> None:
+        text = self.clean[cstart:cend]
+        if not text.strip():
+            return
+        self.units.append(Unit(cstart, cend, depth, structured, text, len(self.units)))
+
+    # -- mapping -------------------------------------------------------------------------
+    def to_body(self, cpos: int) -> int:
+        """Body offset of clean offset ``cpos``."""
+        i = bisect_right(self._cstarts, cpos) - 1
+        if i < 0:
+            return 0
+        s = self.segments[i]
+        return s.bstart + min(cpos - s.cstart, s.length)
+
+    def span_to_body(self, cstart: int, cend: int) -> tuple[int, int]:
+        return self.to_body(cstart), self.to_body(max(cstart, cend - 1)) + 1 if cend > cstart else self.to_body(cstart)
+
+    def depth_at(self, cpos: int) -> int:
+        i = bisect_right(self._cstarts, cpos) - 1
+        return self.segments[i].depth if i >= 0 else 0
+
+    def unit_at(self, cpos: int) -> Unit | None:
+        i = bisect_right(self._ustarts, cpos) - 1
+        if i < 0:
+            return None
+        u = self.units[i]
+        return u if cpos <= u.cend else None
+
+    def sentence_of(self, cpos: int) -> str:
+        u = self.unit_at(cpos)
+        if u is None:
+            return ""
+        return " ".join(u.text.split())
+
+
+def is_structured(line: str) -> bool:
+    s = line.strip()
+    if not s:
+        return False
+    if STRUCT_START.match(s):
+        return True
+    if line[:1] in (" ", "\t") and len(line) - len(line.lstrip()) >= 4 and not s[:1].isalpha():
+        return True
+    toks = s.split()
+    if len(toks) >= 2:
+        nums = sum(1 for t in toks if NUMTOK.match(t))
+        if nums >= 2 and nums * 2 >= len(toks):
+            return True
+        if nums >= 3:
+            return True
+    if KEY_VALUE.match(s) and len(s) < 160 and not s.endswith((".", ",")):
+        return True
+    if "  " in s.strip() and len(re.findall(r"\S\s{2,}\S", s)) >= 2:
+        return True
+    if s.endswith((";", "{", "}")) or s.startswith(("}", "#include", "#define", "static ", "struct ")):
+        return True
+    return False

@@ -1,0 +1,333 @@
+"""Kernel subsystem hint from a commit-title prefix, a robot ``[tag]``, paths or keywords.
+
+The tables are general knowledge of kernel subject-prefix conventions (``mm:``, ``xfs:``,
+``sched/fair:``, ``x86/mm:``, ``drm/i915:``, ``ARM: dts:`` ...), not taken from any message.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .patterns import FILESYSTEMS
+
+ARCHES = {"x86": "x86", "arm64": "arm64", "arm": "arm", "powerpc": "powerpc", "ppc": "powerpc",
+          "riscv": "riscv", "s390": "s390", "mips": "mips", "loongarch": "loongarch", "sparc": "sparc",
+          "parisc": "parisc", "m68k": "m68k", "sh": "sh", "alpha": "alpha", "ia64": "ia64", "um": "um"}
+
+PREFIX = {
+    # memory management
+    "mm": "mm", "mempolicy": "mm", "memcg": "mm", "memcontrol": "mm", "slab": "mm", "slub": "mm", "slob": "mm",
+    "vmscan": "mm", "hugetlb": "mm", "page_alloc": "mm", "swap": "mm", "zswap": "mm", "zsmalloc": "mm",
+    "zram": "drivers/block/zram", "thp": "mm", "khugepaged": "mm", "memory-failure": "mm", "kasan": "mm",
+    "kmsan": "mm", "kfence": "mm", "vmalloc": "mm", "mmap": "mm", "mlock": "mm", "mremap": "mm", "shmem": "mm",
+    "tmpfs": "mm", "userfaultfd": "mm", "damon": "mm", "ksm": "mm", "memblock": "mm", "percpu": "mm",
+    "compaction": "mm", "migrate": "mm", "mglru": "mm", "readahead": "mm", "filemap": "mm", "gup": "mm",
+    "maple_tree": "lib", "xarray": "lib", "radix-tree": "lib", "lib": "lib", "kobject": "lib",
+    "bitmap": "lib", "string": "lib", "vsprintf": "lib", "lockref": "lib", "scatterlist": "lib",
+    # core kernel
+    "sched": "kernel/sched", "sched_ext": "kernel/sched", "eevdf": "kernel/sched", "cpuset": "kernel/cgroup",
+    "locking": "kernel/locking", "lockdep": "kernel/locking", "mutex": "kernel/locking", "rwsem": "kernel/locking",
+    "futex": "kernel/futex", "rcu": "kernel/rcu", "srcu": "kernel/rcu", "timers": "kernel/time",
+    "time": "kernel/time", "hrtimer": "kernel/time", "clocksource": "kernel/time", "tick": "kernel/time",
+    "nohz": "kernel/time", "irq": "kernel/irq", "genirq": "kernel/irq", "workqueue": "kernel/workqueue",
+    "cgroup": "kernel/cgroup", "cgroups": "kernel/cgroup", "perf": "kernel/events", "perf/core": "kernel/events",
+    "bpf": "kernel/bpf", "tracing": "kernel/trace", "ftrace": "kernel/trace", "tracepoint": "kernel/trace",
+    "printk": "kernel/printk", "kthread": "kernel", "fork": "kernel", "exit": "kernel", "signal": "kernel",
+    "ptrace": "kernel", "pid": "kernel", "seccomp": "kernel", "module": "kernel/module", "kexec": "kernel",
+    "kprobes": "kernel/kprobes", "livepatch": "kernel/livepatch", "cpu/hotplug": "kernel/cpu",
+    "smp": "kernel", "audit": "kernel/audit", "pm": "kernel/power", "power": "kernel/power",
+    "hibernate": "kernel/power", "suspend": "kernel/power", "dma-mapping": "kernel/dma", "dma": "kernel/dma",
+    "swiotlb": "kernel/dma", "static_call": "kernel", "jump_label": "kernel", "entry": "kernel/entry",
+    # filesystems and vfs
+    "fs": "fs", "vfs": "fs", "pipe": "fs", "iomap": "fs/iomap", "writeback": "fs", "dcache": "fs",
+    "namei": "fs", "fsnotify": "fs/notify", "inotify": "fs/notify", "fanotify": "fs/notify", "eventpoll": "fs",
+    "epoll": "fs", "aio": "fs", "splice": "fs", "exec": "fs", "binfmt_elf": "fs", "fs/proc": "fs/proc",
+    "fuse": "fs/fuse", "nfs": "fs/nfs", "nfsd": "fs/nfsd", "sunrpc": "net/sunrpc", "lockd": "fs/lockd",
+    "cifs": "fs/smb", "smb": "fs/smb", "ksmbd": "fs/smb", "ceph": "fs/ceph", "overlayfs": "fs/overlayfs",
+    "ovl": "fs/overlayfs", "proc": "fs/proc", "procfs": "fs/proc", "sysfs": "fs/sysfs", "kernfs": "fs/kernfs",
+    "debugfs": "fs/debugfs", "configfs": "fs/configfs", "jbd2": "fs/jbd2", "quota": "fs/quota",
+    "netfs": "fs/netfs", "fscrypt": "fs/crypto", "fsverity": "fs/verity", "dax": "fs", "libfs": "fs",
+    "io_uring": "io_uring",
+    # block and storage
+    "block": "block", "blk-mq": "block", "blk": "block", "bio": "block", "blk-cgroup": "block",
+    "blk-throttle": "block", "blk-wbt": "block", "wbt": "block", "cfq-iosched": "block", "cfq": "block",
+    "bfq": "block", "bfq-iosched": "block", "mq-deadline": "block", "kyber": "block", "elevator": "block",
+    "partitions": "block", "loop": "drivers/block", "nbd": "drivers/block", "rbd": "drivers/block",
+    "virtio_blk": "drivers/block", "virtio-blk": "drivers/block", "null_blk": "drivers/block",
+    "ublk": "drivers/block", "brd": "drivers/block", "drbd": "drivers/block", "nvme": "drivers/nvme",
+    "nvmet": "drivers/nvme", "nvme-pci": "drivers/nvme", "nvme-tcp": "drivers/nvme", "nvme-fc": "drivers/nvme",
+    "nvme-rdma": "drivers/nvme", "scsi": "drivers/scsi", "sd": "drivers/scsi", "sg": "drivers/scsi",
+    "megaraid_sas": "drivers/scsi", "mpt3sas": "drivers/scsi", "lpfc": "drivers/scsi", "qla2xxx": "drivers/scsi",
+    "ufs": "drivers/ufs", "md": "drivers/md", "raid1": "drivers/md", "raid10": "drivers/md",
+    "raid5": "drivers/md", "raid6": "drivers/md", "dm": "drivers/md", "dm-crypt": "drivers/md",
+    "dm-thin": "drivers/md", "bcache": "drivers/md/bcache", "ata": "drivers/ata", "libata": "drivers/ata",
+    "ahci": "drivers/ata", "mmc": "drivers/mmc", "mtd": "drivers/mtd", "ubi": "drivers/mtd",
+    # networking
+    "net": "net", "netdev": "net", "tcp": "net", "udp": "net", "ipv4": "net", "ipv6": "net", "inet": "net",
+    "netfilter": "net", "nft": "net", "nf_tables": "net", "sctp": "net", "xfrm": "net", "af_unix": "net",
+    "unix": "net", "sock": "net", "skbuff": "net", "mptcp": "net", "tls": "net", "bridge": "net", "vxlan": "drivers/net",
+    "tun": "drivers/net", "veth": "drivers/net", "bonding": "drivers/net", "macvlan": "drivers/net",
+    "virtio_net": "drivers/net", "virtio-net": "drivers/net", "net_sched": "net", "net/sched": "net",
+    "xdp": "net", "page_pool": "net", "gro": "net", "rtnetlink": "net", "netlink": "net", "packet": "net",
+    "vsock": "net", "rxrpc": "net", "smc": "net", "rds": "net", "openvswitch": "net", "ethtool": "net",
+    "wifi": "drivers/net/wireless", "iwlwifi": "drivers/net/wireless", "ath9k": "drivers/net/wireless",
+    "ath10k": "drivers/net/wireless", "ath11k": "drivers/net/wireless", "ath12k": "drivers/net/wireless",
+    "mt76": "drivers/net/wireless", "rtw88": "drivers/net/wireless", "rtw89": "drivers/net/wireless",
+    "rtlwifi": "drivers/net/wireless", "brcmfmac": "drivers/net/wireless", "mwifiex": "drivers/net/wireless",
+    "mac80211": "net/mac80211", "cfg80211": "net/wireless", "bluetooth": "net/bluetooth",
+    "bluetooth/btusb": "drivers/bluetooth", "btusb": "drivers/bluetooth", "can": "net/can",
+    "e1000e": "drivers/net", "igb": "drivers/net", "igc": "drivers/net", "ixgbe": "drivers/net",
+    "i40e": "drivers/net", "ice": "drivers/net", "mlx4": "drivers/net", "mlx5": "drivers/net",
+    "net/mlx5": "drivers/net", "net/mlx5e": "drivers/net", "bnxt": "drivers/net", "bnxt_en": "drivers/net",
+    "r8169": "drivers/net", "tg3": "drivers/net", "stmmac": "drivers/net", "ena": "drivers/net",
+    "gve": "drivers/net", "sfc": "drivers/net", "phy": "drivers/net/phy", "phylink": "drivers/net/phy",
+    "rdma": "drivers/infiniband", "ib": "drivers/infiniband", "ib_core": "drivers/infiniband",
+    # build
+    "kbuild": "kbuild", "kconfig": "kbuild", "modpost": "kbuild", "objtool": "tools/objtool",
+    "scripts": "scripts", "selftests": "tools/testing/selftests", "perf tools": "tools/perf",
+    "perf-tools": "tools/perf", "tools/perf": "tools/perf", "perf stat": "tools/perf", "perf record": "tools/perf",
+    # drivers
+    "drm": "drivers/gpu/drm", "fbdev": "drivers/video/fbdev", "fbcon": "drivers/video/fbdev",
+    "i915": "drivers/gpu/drm/i915", "amdgpu": "drivers/gpu/drm/amd", "radeon": "drivers/gpu/drm/radeon",
+    "nouveau": "drivers/gpu/drm/nouveau", "usb": "drivers/usb", "xhci": "drivers/usb", "xhci-hcd": "drivers/usb",
+    "ehci": "drivers/usb", "dwc3": "drivers/usb", "dwc2": "drivers/usb", "typec": "drivers/usb",
+    "thunderbolt": "drivers/thunderbolt", "usb-storage": "drivers/usb/storage", "uas": "drivers/usb/storage",
+    "pci": "drivers/pci", "pcie": "drivers/pci", "acpi": "drivers/acpi", "cpufreq": "drivers/cpufreq",
+    "intel_pstate": "drivers/cpufreq", "amd-pstate": "drivers/cpufreq", "cpuidle": "drivers/cpuidle",
+    "intel_idle": "drivers/idle", "iommu": "drivers/iommu", "iommu/vt-d": "drivers/iommu",
+    "iommu/amd": "drivers/iommu", "gpio": "drivers/gpio", "pinctrl": "drivers/pinctrl", "i2c": "drivers/i2c",
+    "spi": "drivers/spi", "tty": "drivers/tty", "serial": "drivers/tty", "vt": "drivers/tty",
+    "input": "drivers/input", "hid": "drivers/hid", "sound": "sound", "alsa": "sound", "asoc": "sound",
+    "alsa: hda": "sound", "virtio": "drivers/virtio", "vhost": "drivers/vhost", "vfio": "drivers/vfio",
+    "kvm": "virt/kvm", "xen": "drivers/xen", "hyperv": "drivers/hv", "hv": "drivers/hv",
+    "thermal": "drivers/thermal", "hwmon": "drivers/hwmon", "watchdog": "drivers/watchdog",
+    "rtc": "drivers/rtc", "clk": "drivers/clk", "regulator": "drivers/regulator", "mfd": "drivers/mfd",
+    "firmware": "drivers/firmware", "efi": "drivers/firmware/efi", "efivarfs": "fs/efivarfs",
+    "of": "drivers/of", "driver core": "drivers/base", "driver-core": "drivers/base", "base": "drivers/base",
+    "devres": "drivers/base", "regmap": "drivers/base/regmap", "firmware_loader": "drivers/base/firmware_loader",
+    "soc": "drivers/soc", "media": "drivers/media", "v4l2": "drivers/media", "uvcvideo": "drivers/media",
+    "dmaengine": "drivers/dma", "edac": "drivers/edac", "nvdimm": "drivers/nvdimm", "libnvdimm": "drivers/nvdimm",
+    "cxl": "drivers/cxl", "tpm": "drivers/char/tpm", "random": "drivers/char", "char": "drivers/char",
+    "platform/x86": "drivers/platform/x86", "leds": "drivers/leds", "backlight": "drivers/video/backlight",
+    "power: supply": "drivers/power/supply", "mailbox": "drivers/mailbox", "remoteproc": "drivers/remoteproc",
+    "irqchip": "drivers/irqchip", "clocksource/drivers": "drivers/clocksource", "perf/x86": "arch/x86/events",
+    # security, crypto, misc
+    "security": "security", "selinux": "security/selinux", "apparmor": "security/apparmor",
+    "smack": "security/smack", "landlock": "security/landlock", "lsm": "security", "ima": "security/integrity",
+    "keys": "security/keys", "crypto": "crypto", "init": "init", "ipc": "ipc", "sysctl": "kernel",
+    "rust": "rust", "docs": "Documentation", "documentation": "Documentation",
+}
+FS_PREFIX = {f: f"fs/{f}" for f in FILESYSTEMS}
+FS_PREFIX.update({"squashfs": "fs/squashfs", "ntfs3": "fs/ntfs3", "cephfs": "fs/ceph", "hugetlbfs": "fs/hugetlbfs",
+                  "tmpfs": "mm", "nfs": "fs/nfs", "fuse": "fs/fuse", "overlayfs": "fs/overlayfs", "cifs": "fs/smb",
+                  "gfs2": "fs/gfs2", "ocfs2": "fs/ocfs2", "orangefs": "fs/orangefs", "afs": "fs/afs",
+                  "9p": "fs/9p", "zonefs": "fs/zonefs", "isofs": "fs/isofs", "fat": "fs/fat", "hfsplus": "fs/hfsplus"})
+# arch sub-areas that are directories of their own under arch/<arch>/ ("x86/mm" -> arch/x86/mm)
+ARCH_SUBDIRS = {"mm", "kvm", "boot", "entry", "crypto", "net", "pci", "power", "platforms", "events", "kernel",
+                "lib", "include", "xen", "hyperv", "virt", "um", "realmode"}
+# x86 sub-prefixes that name a file area of arch/x86/kernel (kept at arch/x86)
+DRIVER_WORDS = re.compile(
+    r"\b(i915|amdgpu|nouveau|radeon|iwlwifi|ath1[012]k|ath9k|mt76|rtw8[89]|brcmfmac|mlx5|e1000e|igb|igc|ixgbe|"
+    r"i40e|r8169|nvme|xhci|ahci|libata|btusb|cpufreq|intel_pstate|amd-pstate|cpuidle|thunderbolt|"
+    r"uvcvideo|btrfs|ext4|xfs|f2fs|bcachefs|nfsd?|cifs|overlayfs|fuse|io_uring|kvm|virtio|zram|zswap|"
+    r"iommu|ACPI|EFI|Xarray|XArray|KVM|NVMe|USB|PCIe?)\b")
+
+KEYWORDS = [
+    (re.compile(r"\busb[- ]storage\b", re.I), "drivers/usb/storage"),
+    (re.compile(r"\b(?:block-mq|blk-mq|block layer|(?:I/O|IO|io) schedulers?|elevator|mq-deadline|bfq|kyber|cfq|queue/scheduler)\b",
+                re.I), "block"),
+    (re.compile(r"\b(?:USB|xhci|ehci|uhci)\b"), "drivers/usb"),
+    (re.compile(r"(?<!I/O )(?<!IO )(?<!io )(?<!/)\b(?:(?:CPU |task |process )?scheduler|sched(?:uler)?/|DELAY_DEQUEUE|"
+                r"EEVDF|CFS)\b"), "kernel/sched"),
+    (re.compile(r"\b(?:TCP|UDP|netperf|iperf|socket|network(?:ing)?)\b", re.I), "net"),
+    (re.compile(r"\b(?:page allocator|reclaim|compaction|zonelist|THP|hugepages?|slab allocator|SLUB|memcg)\b",
+                re.I), "mm"),
+    (re.compile(r"\b(?:writeback|page cache|VFS)\b", re.I), "fs"),
+]
+
+
+def canonical(subsystem: str | None) -> str | None:
+    """The name kernel people use for an area: tree paths, except that core-kernel areas go
+    by their short name (``kernel/sched`` -> ``sched``, as in ``sched/fair:`` titles and the
+    labelled corpus)."""
+    if not subsystem:
+        return None
+    s = subsystem.strip().strip("/")
+    if s.startswith("kernel/") and len(s) > len("kernel/"):
+        s = s[len("kernel/"):]
+    return s or None
+
+
+def from_prefix(title: str | None) -> str | None:
+    """Kernel path for a commit-title prefix ("mm/slub: ...", "KVM: x86: ...", "drm/i915: ...")."""
+    if not title:
+        return None
+    t = title.strip()
+    m = re.match(r"^((?:[A-Za-z0-9_.,+/ -]{1,40}?:\s*){1,3})", t)
+    if not m:
+        return None
+    parts = [p.strip() for p in m.group(1).split(":") if p.strip()]
+    if not parts:
+        return None
+    first = parts[0]
+    low = first.lower()
+    second = parts[1].lower() if len(parts) > 1 else ""
+    path = [p for p in re.split(r"[/,]", low) if p]
+    if not path:
+        return None
+    head = path[0].strip()
+    if head in ARCHES:
+        out = f"arch/{ARCHES[head]}"
+        if len(path) > 1 and path[1] in ARCH_SUBDIRS:
+            out += f"/{path[1]}"
+        elif len(parts) > 1 and second in ("dts", "dt"):
+            out += "/boot/dts"
+        elif len(parts) > 1 and second in ARCH_SUBDIRS and second not in ("kernel", "include"):
+            out += f"/{second}"
+        return out
+    if head == "kvm":
+        # "KVM: x86: ..." / "KVM: arm64: ..." live under arch/<arch>/kvm, the generic part in virt/kvm
+        a = path[1] if len(path) > 1 else second
+        if a in ARCHES:
+            return f"arch/{ARCHES[a]}/kvm"
+        return "virt/kvm"
+    if head in FS_PREFIX and low not in PREFIX:
+        return FS_PREFIX[head]
+    if head == "drm" and len(path) > 1:
+        sub = path[1]
+        return f"drivers/gpu/drm/{'amd' if sub in ('amd', 'amdgpu', 'amdkfd') else sub}"
+    if head in ("net", "netdev", "ethernet"):
+        # "net/mlx5: ..." or "net: stmmac: ..." name a network driver
+        drv = path[1] if len(path) > 1 else second
+        target = PREFIX.get(drv)
+        if target and target.startswith("drivers/"):
+            return target
+        if len(path) > 1 and path[1] in ("sched", "ipv4", "ipv6", "core", "tcp", "udp", "unix", "packet"):
+            return "net"
+    if low in PREFIX:
+        return PREFIX[low]
+    if f"{low}: {second}" in PREFIX:
+        return PREFIX[f"{low}: {second}"]
+    if head in PREFIX:
+        return PREFIX[head]
+    return None
+
+
+_TOP_DIRS = ("mm", "block", "net", "lib", "io_uring", "sound", "crypto", "security", "ipc", "init", "virt")
+PATH_RE = re.compile(r"(?<![\w./-])((?:arch|drivers|fs|kernel|mm|net|block|lib|io_uring|sound|crypto|security|ipc|"
+                     r"virt|init)/[\w.+-]+(?:/[\w.+-]+)*/?)")
+
+
+def from_path(path: str) -> str | None:
+    """Kernel subsystem for a source path ("fs/ext4/inode.c" -> fs/ext4)."""
+    parts = path.strip("/").split("/")
+    top = parts[0]
+    trailing = path.endswith("/")
+
+    def is_dir(i: int) -> bool:  # parts[i] is a directory, not the file
+        return len(parts) > i + 1 or (trailing and len(parts) == i + 1)
+    if top == "arch" and is_dir(1):
+        return f"arch/{parts[1]}"
+    if top == "fs":
+        return f"fs/{parts[1]}" if is_dir(1) else "fs"
+    if top == "kernel":
+        return f"kernel/{parts[1]}" if is_dir(1) else "kernel"
+    if top == "drivers" and is_dir(1):
+        if parts[1] == "gpu" and len(parts) > 3 and parts[2] == "drm":
+            return f"drivers/gpu/drm/{parts[3]}" if is_dir(3) else "drivers/gpu/drm"
+        if parts[1] == "net" and is_dir(2) and parts[2] == "wireless":
+            return "drivers/net/wireless"
+        return f"drivers/{parts[1]}"
+    if top in _TOP_DIRS:
+        return top
+    return None
+
+
+def _subject_title(subject: str) -> str:
+    """The subject without reply markers and [tags]: "Re: [REGRESSION] slab: ..." -> "slab: ..."."""
+    s = subject or ""
+    for _ in range(6):
+        s2 = re.sub(r"^\s*(?:(?:Re|Fwd?|AW|SV|Antw)\s*:|\[[^\]]*\])\s*", "", s, flags=re.I)
+        if s2 == s:
+            break
+        s = s2
+    return s
+
+
+def title_near_commit(clean: str, commit: str | None) -> str | None:
+    """A commit title written right after the commit id: 'abc123 ("mm: foo")', 'abc123 - "ext4: bar"'."""
+    if not commit or len(commit) < 7:
+        return None
+    for m in re.finditer(re.escape(commit[:7]) + r"[0-9a-f]*", clean):
+        tail = clean[m.end():m.end() + 160]
+        t = re.match(r"\s*(?:-|:|\(|\[)?\s*[\"\u201c(]{1,2}([^\"\u201d\n]{6,120})", tail)
+        if t:
+            return t.group(1)
+        t = re.match(r"\s+((?:[A-Za-z0-9_./-]{2,30}: ){1,3}[^\n]{4,100})", tail)
+        if t:
+            return t.group(1)
+    return None
+
+
+def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesystem: str | None,
+                  kind: str | None, robot_match, culprit_commit: str | None = None) -> str | None:
+    """Best guess of the kernel area, strongest evidence first; None when nothing is clear."""
+    s = from_prefix(culprit_subject)
+    if s:
+        return s
+    s = from_prefix(title_near_commit(clean, culprit_commit))
+    if s:
+        return s
+    if robot_match is not None:
+        tags = re.findall(r"\[([^\]]+)\]", subject[:robot_match.start(1) + 1])
+        for tag in reversed(tags):
+            if tag.upper() in ("LKP", "PATCH") or tag.lower() in ("lkp",) or ":" in tag and "master" in tag:
+                continue
+            s = from_prefix(tag + ": x")
+            if s:
+                return s
+    # a commit title quoted in the subject ("... caused by patch "kbuild: ..."")
+    m = re.search(r"[\"\u201c]([^\"\u201d]{8,120})[\"\u201d]", subject)
+    if m:
+        s = from_prefix(m.group(1))
+        if s:
+            return s
+    # the report's own subject written like a commit title ("[REGRESSION] slab: replace ...")
+    s = from_prefix(_subject_title(subject))
+    if s:
+        return s
+    m = re.search(r"\b(arch/[a-z0-9]+)/", clean)
+    if m and not re.search(r"\.[ch]:\d+", clean[m.start():m.start() + 120].split("\n")[0]):
+        return m.group(1)
+    # source paths named in the text (not in stack traces / diffstats): one area named twice
+    areas: dict[str, int] = {}
+    for m in PATH_RE.finditer(clean[:20000]):
+        line = clean[clean.rfind("\n", 0, m.start()) + 1:clean.find("\n", m.end()) if "\n" in clean[m.end():] else len(clean)]
+        if re.search(r"\.[chS]:\d+|\|\s*\d+\s*[-+]*\s*$|^\s*(?:---|\+\+\+|diff )|\+0x[0-9a-f]+", line):
+            continue
+        a = from_path(m.group(1))
+        if a:
+            areas[a] = areas.get(a, 0) + 1
+    if areas:
+        best = max(areas, key=lambda k: areas[k])
+        if areas[best] >= 2 and list(areas.values()).count(areas[best]) == 1:
+            return best
+    # a subsystem or driver name in the subject ("i915 4.5 bugfix ...")
+    st = _subject_title(subject)
+    for m in DRIVER_WORDS.finditer(st):
+        if re.match(r"\s*/\s*\w", st[m.end():]) or re.search(r"\w\s*/\s*$", st[:m.start()]):
+            continue  # "i915 / ucode related": one of several suspects, not clear
+        w = m.group(1).lower()
+        w = {"pci": "pci", "pcie": "pci"}.get(w, w)
+        s = PREFIX.get(w) or FS_PREFIX.get(w)
+        if s:
+            return s
+    for rx, name in KEYWORDS:
+        if rx.search(subject) or len(rx.findall(clean[:8000])) >= 3:
+            return name
+    if filesystem and kind == "performance":
+        return "fs"
+    for rx, name in KEYWORDS:
+        if len(rx.findall(clean[:8000])) >= 2:
+            return name
+    return None

@@ -1,0 +1,70 @@
+"""Hardware rules: LKP test-machine lines, disk parameter, memory blocks, ambiguity (messages written for the tests)."""
+
+import extractors
+from extractors.rules import find_commits
+
+LKP = """Hello,
+
+kernel test robot noticed a -9.1% regression of fio.read_iops on:
+
+commit: 0123456789abcdef0123456789abcdef01234567 ("block: merge less")
+
+testcase: fio-basic
+config: x86_64-rhel-9.4
+test machine: 96 threads 2 sockets Intel(R) Xeon(R) Platinum 8260L CPU @ 2.40GHz (Cascade Lake) with 512G memory
+parameters:
+
+\tdisk: 2SSD
+\tfs: ext4
+\trw: randread
+"""
+
+
+def test_lkp_test_machine_and_disk_parameter():
+    c = extractors.extract("[linus:master] [block]  0123456789: fio.read_iops -9.1% regression", LKP)
+    hw = c.hardware
+    assert "Xeon(R) Platinum 8260L" in hw["cpu"]
+    assert hw["memory"] == "512G memory"
+    assert hw["storage"] == "2SSD"
+    assert c.config["filesystem"] == "ext4"
+
+
+def test_memory_block_with_total_line():
+    body = ("fio randread got slower after the update from 6.1 to 6.6.\n\nSystem:\nCPU: 32 cores\nMemory:\n"
+            "Total: 187 GB\nSwap: 4 GB\n\nIOPS dropped from 100k to 90k.\n")
+    c = extractors.extract("[REGRESSION] fio randread slower in 6.6", body)
+    assert c.hardware["memory"] == "187 GB"
+
+
+def test_memory_setting_of_a_vm():
+    body = "The guest is started with QEMU_MEM_MB=8192 and boots fine on 6.1 but hangs on 6.2.\n"
+    c = extractors.extract("boot hang in 6.2", body)
+    assert c.hardware["memory"] == "QEMU_MEM_MB=8192"
+
+
+def test_two_architectures_compared_give_no_arch_and_no_cpu():
+    body = ("The slowdown shows up on our Graviton3 (arm64) and Intel (x86_64) machines alike, 6.18 vs 7.0.\n"
+            "arm64: -12% ops/sec, x86_64: -10% ops/sec.\n")
+    c = extractors.extract("[REGRESSION] mmap slower in 7.0", body)
+    assert c.hardware["arch"] is None
+    assert c.hardware["cpu"] is None
+
+
+def test_one_architecture_with_a_passing_mention_of_another_keeps_it():
+    body = ("On my i386 box 6.2 no longer boots, 6.1 was fine. x86 only, the x86 early code changed.\n"
+            "(Unlike some broken MIPS pipeline.)\n")
+    c = extractors.extract("i386 boot failure in 6.2", body)
+    assert c.hardware["arch"] == "i386"
+
+
+def test_commit_id_split_by_hard_wrapping():
+    text = 'the root cause is commit "633\n260fa143bbed05e65dc557a492667dfdc45bb(x86/irq: foo)"'
+    ids = [m.text for m in find_commits(text)]
+    assert "633260fa143bbed05e65dc557a492667dfdc45bb" in ids
+    assert "260fa143bbed05e65dc557a492667dfdc45bb" not in ids
+
+
+def test_wrapped_pieces_that_do_not_make_a_full_id_are_not_joined():
+    text = "version 1234\nabcdef12 is a short id"
+    ids = [m.text for m in find_commits(text)]
+    assert all(len(i) < 20 for i in ids)

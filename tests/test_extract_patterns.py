@@ -1,0 +1,271 @@
+"""Unit tests of the extraction engine on hand-written messages (one per pattern)."""
+
+from __future__ import annotations
+
+import extractors
+from extractors import Claim, extract, merge_thread, prefilter
+
+ROBOT_REG = """Greeting,
+
+FYI, we noticed a -21.4% regression of fio.write_iops due to commit:
+
+commit: 1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d ("ext4: rework the block allocator")
+https://git.kernel.org/cgit/linux/kernel/git/torvalds/linux.git master
+
+in testcase: fio-basic
+on test machine: 96 threads 2 sockets Intel(R) Xeon(R) Gold 6252 CPU @ 2.10GHz with 256G memory
+
+commit:
+  0f9e8d7c6b ("ext4: prepare the allocator")
+  1a2b3c4d5e ("ext4: rework the block allocator")
+"""
+
+
+def test_robot_regression_report():
+    c = extract("[ext4] 1a2b3c4d5e: fio.write_iops -21.4% regression", ROBOT_REG)
+    assert c.is_regression and c.confidence > 0.8
+    assert c.kind == "performance"
+    assert c.culprit_commit == "1a2b3c4d5e"
+    assert c.culprit_subject == "ext4: rework the block allocator"
+    assert c.metric == "fio.write_iops" and c.change_percent == -21.4
+    assert c.good == "0f9e8d7c6b" and c.bad == "1a2b3c4d5e"
+    assert c.subsystem == "fs/ext4"
+    assert c.hardware["cpu"].startswith("Intel(R) Xeon(R) Gold 6252")
+    assert c.hardware["memory"].startswith("256G")
+    assert c.hardware["arch"] == "x86_64"
+    roles = {m.commit: m.role for m in c.mentioned_commits}
+    assert roles.get("0f9e8d7c6b") != "culprit"
+
+
+def test_robot_improvement_is_not_a_regression():
+    body = ROBOT_REG.replace("-21.4% regression", "34.5% improvement")
+    c = extract("[ext4] 1a2b3c4d5e: fio.write_iops 34.5% improvement", body)
+    assert not c.is_regression
+    assert c.culprit_commit is None and c.kind is None
+    assert c.confidence < 0.2
+
+
+def test_bisect_result_first_bad_commit():
+    body = """Hi,
+
+Since v6.7 my NUC fails to boot (black screen after grub). v6.6 works fine.
+I bisected v6.6..v6.7 and got:
+
+abcdef0123456789abcdef0123456789abcdef01 is the first bad commit
+commit abcdef0123456789abcdef0123456789abcdef01
+Author: Some One <some@example.org>
+Date:   Mon Oct 2 10:00:00 2023 +0200
+
+    drm/xe: enable the display engine by default
+
+Reverting it on top of v6.7 makes the machine boot again.
+"""
+    c = extract("[REGRESSION] boot failure on v6.7", body)
+    assert c.is_regression and c.kind == "functional"
+    assert c.culprit_commit == "abcdef0123456789abcdef0123456789abcdef01"
+    assert c.culprit_subject == "drm/xe: enable the display engine by default"
+    assert (c.good, c.bad) == ("v6.6", "v6.7")
+    assert c.subsystem == "drivers/gpu/drm/xe"
+
+
+def test_range_forms():
+    for text, good, bad in [
+        ("After upgrading 2.6.30 -> 2.6.32 the write throughput regressed badly.", "2.6.30", "2.6.32"),
+        ("I bisected between v5.13 and v5.14 and the regression is clear.", "v5.13", "v5.14"),
+        ("The boot failure shows up on next-20211006 but next-20211005 is fine.", "next-20211005", "next-20211006"),
+        ("v6.1.76 works fine but v6.1.77 crashes on boot, a regression.", "v6.1.76", "v6.1.77"),
+    ]:
+        c = extract("Regression report", text)
+        assert c.is_regression, text
+        assert (c.good, c.bad) == (good, bad), (text, c.good, c.bad)
+
+
+def test_quoted_culprit_keeps_depth_and_span():
+    body = """On Tue, Someone wrote:
+> The regression was introduced by commit 0123abcd4567 ("mm: change the reclaim order").
+> With it, kernel builds are 20% slower.
+
+Thanks, I can reproduce the slowdown here as well.
+"""
+    c = extract("Re: kernel build slowdown in 6.9", body)
+    assert c.is_regression
+    assert c.culprit_commit == "0123abcd4567"
+    f = c.fact("culprit")
+    assert f is not None and f.quote_depth == 1
+    assert body[f.start:f.end] == "0123abcd4567"
+    assert "introduced by commit" in f.sentence
+    assert c.subsystem == "mm"
+
+
+def test_fix_patch_is_not_a_report():
+    body = """Commit 0123abcd4567 ("mm: change the reclaim order") introduced a regression
+in kswapd wakeups. This patch fixes the regression by restoring the old order.
+
+Fixes: 0123abcd4567 ("mm: change the reclaim order")
+Reported-by: Someone <s@example.org>
+Signed-off-by: Dev <d@example.org>
+---
+ mm/vmscan.c | 2 +-
+diff --git a/mm/vmscan.c b/mm/vmscan.c
+--- a/mm/vmscan.c
++++ b/mm/vmscan.c
+@@ -1,3 +1,3 @@
+-	old();
++	new();
+"""
+    assert not prefilter("[PATCH] mm: fix kswapd wakeup regression", body)
+    c = extract("[PATCH] mm: fix kswapd wakeup regression", body)
+    assert not c.is_regression and c.culprit_commit is None
+
+
+def test_no_regressions_test_report():
+    body = """Compiled and booted on my x86_64 test machines. No regressions found.
+
+Tested-by: Tester <t@example.org>
+"""
+    c = extract("Re: [PATCH 6.6 000/150] 6.6.20-rc1 review", body)
+    assert not c.is_regression
+
+
+def test_improvement_claim_with_percent_not_regression():
+    body = """This series makes the allocator lock-free. On my box hackbench is 12% faster
+and the page fault benchmark improves by 8.5% compared to v6.8.
+"""
+    c = extract("[PATCH 0/3] mm: lock-free allocator", body)
+    assert not c.is_regression
+
+
+def test_change_computed_from_two_values():
+    body = """Hi,
+
+Write throughput of my NVMe drive decreased from 2000 MB/s to 1500 MB/s
+after upgrading from 6.1 to 6.2 kernel, measured with fio.
+
+fio --name=seq --rw=write --bs=1M --size=4G
+"""
+    c = extract("ext4 write performance regression in 6.2", body)
+    assert c.is_regression and c.kind == "performance"
+    assert c.change_percent == -25.0
+    assert c.metric == "MB/s"
+    assert c.config["benchmark"] == "fio"
+    assert c.config["command"].startswith("fio --name=seq")
+    assert (c.good, c.bad) == ("6.1", "6.2")
+    assert c.config["filesystem"] == "ext4"
+
+
+def test_kernel_config_options_named_in_setup():
+    body = """My kernel is built with CONFIG_PREEMPT_RT=y and CONFIG_HZ_1000=y and since v6.5
+cyclictest latency regressed from 20 us to 45 us. Maybe try CONFIG_NO_HZ_FULL=y instead?
+"""
+    c = extract("latency regression with v6.5", body)
+    assert c.is_regression
+    assert set(c.config["kernel_config"]) == {"CONFIG_PREEMPT_RT=y", "CONFIG_HZ_1000=y"}
+
+
+def test_cpuinfo_dump_and_memory():
+    body = """Performance regression in 6.3: the database benchmark is 15% slower than on 6.2.
+
+Test box: 64G memory, running on 2T NVMe disk
+
+# cat /proc/cpuinfo
+processor : 0
+vendor_id : GenuineIntel
+model name : Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz
+cpu MHz : 800.000
+"""
+    c = extract("sysbench regression in 6.3", body)
+    assert c.is_regression
+    assert c.hardware["cpu"] == "Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz"
+    assert c.hardware["memory"].startswith("64G")
+    assert "NVMe" in (c.hardware["storage"] or "")
+    assert c.change_percent == -15.0
+    assert (c.good, c.bad) == ("6.2", "6.3")
+
+
+def test_flattened_one_line_message():
+    body = ("On Mon, 1 Jan 2024, A wrote: > On Sun, B wrote: > > My laptop fails to boot with v6.8-rc1, "
+            "v6.7 was fine. I bisected it to commit 9f8e7d6c5b4a (\"x86/boot: move the early page tables\"). "
+            "> > Reverting it fixes the boot. > Thanks, looking. Please send the dmesg of the failing boot and "
+            "the config you used so that we can reproduce the problem here on similar hardware soon.")
+    c = extract("Re: boot failure", body)
+    assert c.is_regression
+    assert c.culprit_commit == "9f8e7d6c5b4a"
+    f = c.fact("culprit")
+    assert f.quote_depth == 2 and body[f.start:f.end] == "9f8e7d6c5b4a"
+    assert (c.good, c.bad) == ("v6.7", "v6.8-rc1")
+    assert c.subsystem == "arch/x86/boot"
+
+
+def test_merge_thread_refines_and_prefers_unquoted():
+    first = extract("Regression: suspend broken in v6.9", "Suspend is broken since v6.9, v6.8 was fine.\n")
+    later = extract("Re: Regression: suspend broken in v6.9",
+                    "> Suspend is broken since v6.9, v6.8 was fine.\n\n"
+                    "I bisected it to commit 0a1b2c3d4e5f (\"PM: sleep: rework the freezer\").\n")
+    assert first.culprit_commit is None and later.culprit_commit == "0a1b2c3d4e5f"
+    merged = merge_thread([first, later])
+    assert merged.is_regression
+    assert merged.culprit_commit == "0a1b2c3d4e5f"
+    assert merged.culprit_subject == "PM: sleep: rework the freezer"
+    assert (merged.good, merged.bad) == ("v6.8", "v6.9")
+    # good/bad come from the message that states them in its own words (depth 0)
+    assert merged.fact("bad").quote_depth == 0
+
+
+def test_to_dict_contract_and_round_trip():
+    c = extract("[xfs] 68a9f5e700: aim7.jobs-per-min -13.6% regression", ROBOT_REG)
+    d = c.to_dict()
+    assert list(d) == ["is_regression", "confidence", "kind", "culprit", "good", "bad", "metric",
+                       "change_percent", "hardware", "config", "subsystem", "numbers", "evidence"]
+    assert set(d["hardware"]) == {"cpu", "arch", "memory", "storage"}
+    assert set(d["config"]) == {"filesystem", "benchmark", "command", "kernel_config"}
+    assert set(d["culprit"]) == {"commit", "subject"}
+    assert all(isinstance(v, str) for v in d["evidence"].values())
+    back = Claim.from_dict(d).to_dict()
+    assert back == d
+
+
+def test_regression_in_other_sense_and_prefilter():
+    body = "We added 40 new regression tests to the suite; the linear regression of the timings is flat.\n"
+    assert not extract("selftests: more coverage", body).is_regression
+    assert not prefilter("[PATCH v3 2/9] mm: add helper", "Trivial helper.\nSigned-off-by: X <x@y.z>\n")
+    assert prefilter("Re: [PATCH] mm: add helper", "This patch causes a 10% regression in hackbench.\n")
+
+
+def test_nlp_is_cached_and_marks_quote_depth():
+    nlp = extractors.get_nlp()
+    assert nlp is extractors.get_nlp()
+    from extractors.pipeline import run
+    body = "Own text here.\n> quoted line with v6.1\n> > deeper quote\n"
+    doc = run("s", body)
+    assert doc.text == body
+    depths = {t.text: t._.quote_depth for t in doc if not t.is_space}
+    assert depths["Own"] == 0 and depths["quoted"] == 1 and depths["deeper"] == 2
+    assert any(s.label_ == "VERSION" and s.text == "v6.1" for s in doc.spans["kernel"])
+    assert len(list(doc.sents)) >= 3
+
+
+def test_review_reply_reporting_a_regression_of_the_patch():
+    body = ("> This patch reworks the wakeup path.\n\n"
+            "This patch causes a 12% regression in hackbench on my 2-socket box compared to v6.5.\n")
+    c = extract("Re: [PATCH] sched: rework wakeups", body)
+    assert c.is_regression and c.kind == "performance"
+    assert c.change_percent == -12.0
+    assert c.config["benchmark"] == "hackbench"
+
+
+def test_regzbot_introduced_line_names_the_culprit():
+    c = extract("Re: boot regression", "#regzbot introduced: 0f1e2d3c4b5a\n#regzbot title: boot hang on v6.8\n")
+    assert c.is_regression and c.culprit_commit == "0f1e2d3c4b5a"
+
+
+def test_command_inside_a_shell_loop():
+    body = """Sequential writes to a raid5 array got slower between 6.1 and 6.2:
+
+mdadm --create /dev/md0 /dev/sd[b-e] -n 4 -l 5
+for i in `seq 1 5`; do dd if=/dev/zero of=/dev/md0 bs=1024k count=2048; done
+
+6.1: 170 MB/s, 6.2: 140 MB/s.
+"""
+    c = extract("raid5 write performance regression in 6.2", body)
+    assert c.config["benchmark"] == "dd"
+    assert c.config["command"] == "dd if=/dev/zero of=/dev/md0 bs=1024k count=2048"
