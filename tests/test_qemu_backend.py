@@ -209,6 +209,18 @@ def _run_dir(lab: QemuBackend, handle: str) -> Path:
     return Path(lab.describe(handle)["run_dir"])
 
 
+def _logs(desc: dict) -> str:
+    """The tails of a run's logs, for assertion messages (a worker that died early has no run.log)."""
+    run_dir = Path(desc["run_dir"])
+    out = [f"run dir {run_dir} exists: {run_dir.is_dir()}"]
+    for name in ("worker.log", "run.log", "state.json"):
+        try:
+            out.append(f"--- {name}\n" + (run_dir / name).read_text(errors="replace")[-3000:])
+        except OSError as exc:
+            out.append(f"--- {name}: {exc}")
+    return "\n".join(out)
+
+
 # ============================================================================ real: tests
 def test_initramfs_is_valid_newc_for_gnu_cpio(tmp_path, lab_tools):
     spec = make_recipe("syscall-getpid", {"iterations": 1000})
@@ -246,7 +258,7 @@ def test_real_ab_run_two_debian_kernels(lab, kernels):
     st = lab.wait(handle, timeout=240)
     elapsed = time.monotonic() - t0
     desc = lab.describe(handle)
-    assert st.state == DONE, (st, open(desc["log_path"]).read()[-3000:])
+    assert st.state == DONE, (st, _logs(desc))
     json.dumps(desc)  # persistable
 
     samples = lab.fetch_samples(handle)
@@ -303,7 +315,7 @@ def test_real_dd_recipes(lab, kernels, recipe, params, metric):
     handle = lab.submit(job)
     st = lab.wait(handle, timeout=150)
     desc = lab.describe(handle)
-    assert st.state == DONE, (st, open(desc["log_path"]).read()[-3000:])
+    assert st.state == DONE, (st, _logs(desc))
     s = lab.fetch_samples(handle)
     assert s.metric == metric and len(s["good"]) == 2 and len(s["bad"]) == 2
     assert all(v > 0 for v in s["good"] + s["bad"])
