@@ -275,6 +275,13 @@ def _wait_for(pred, timeout=20.0, interval=0.05):
     return None
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -356,7 +363,8 @@ def test_cancel_kills_the_remote_process(sshd, tmp_path):
     h = backend.submit(_spec(recipe, runs=1))
     pgid = _wait_for(lambda: _remote_pgid(sshd), timeout=30)
     assert pgid, backend.poll(h)
-    assert "fio" in Path(f"/proc/{pgid}/cmdline").read_bytes().decode(errors="replace")
+    # the step's shell writes cmd.pid, then execs env, then fio (mid-exec the cmdline reads empty)
+    assert _wait_for(lambda: "fio" in _cmdline(pgid), timeout=10), "the remote step is not fio"
     t0 = time.monotonic()
     st = backend.cancel(h)
     assert st.state == FAILED and st.cancelled and "cancel" in st.message
@@ -377,7 +385,9 @@ def test_dead_worker_is_detected_and_its_remote_step_killed(sshd, tmp_path):
     os.kill(wpid, signal.SIGKILL)
     st = _wait_for(lambda: (lambda s: s if s.finished else None)(backend.poll(h)), timeout=10)
     assert st and st.state == FAILED and "died" in st.message
-    assert _wait_for(lambda: not _pid_alive(pgid), timeout=5), "remote fio of a dead worker still running"
+    assert _wait_for(lambda: not _pid_alive(pgid), timeout=15), (
+        "remote fio of a dead worker still running", json.loads((backend._run_dir(h) / "state.json").read_text()))
+    assert "killed" in json.loads((backend._run_dir(h) / "state.json").read_text())["remote_cleanup"]
     assert _wait_for(lambda: not _live_procs_mentioning(str(sshd.scratch)), timeout=5), "fio job process left"
 
 

@@ -100,6 +100,7 @@ from urllib.parse import quote, urlsplit
 from bot.lab import initramfs as initramfs_mod
 from bot.lab.backends import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
 from bot.lab.builds import BuildError, resolve
+from bot.lab.procs import proc_alive_and_ours
 from bot.lab.recipes import MiB, RecipeError, RecipeSpec
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{8}$")
@@ -209,16 +210,6 @@ def _printable(text, limit: int = 300) -> str:
     return text[:limit]
 
 
-def _proc_alive_and_ours(pid, marker: str) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return False
-    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
-    return state not in ("Z", "X") and marker in cmdline
 
 
 def units_for(metric: str) -> str:
@@ -786,7 +777,7 @@ class LavaBackend(Backend):
             if pid is None:
                 time.sleep(0.2)
                 pid = (_read_json(run_dir / "preparer.json", {}) or {}).get("pid")
-            if _proc_alive_and_ours(pid, str(run_dir)):
+            if proc_alive_and_ours(pid, str(run_dir)):
                 return st
             self._reap(handle)
             state = _read_json(run_dir / "state.json", {}) or {}
@@ -955,16 +946,16 @@ class LavaBackend(Backend):
         if st.finished:
             return st
         pid = (_read_json(run_dir / "preparer.json", {}) or {}).get("pid")
-        if _proc_alive_and_ours(pid, str(run_dir)):
+        if proc_alive_and_ours(pid, str(run_dir)):
             try:
                 os.killpg(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
             end = time.monotonic() + 10
-            while time.monotonic() < end and _proc_alive_and_ours(pid, str(run_dir)):
+            while time.monotonic() < end and proc_alive_and_ours(pid, str(run_dir)):
                 self._reap(handle)
                 time.sleep(0.1)
-            if _proc_alive_and_ours(pid, str(run_dir)):
+            if proc_alive_and_ours(pid, str(run_dir)):
                 os.killpg(pid, signal.SIGKILL)
         self._reap(handle)
         state = _read_json(run_dir / "state.json", {}) or {}

@@ -64,6 +64,7 @@ from pathlib import Path
 from bot.lab import initramfs as initramfs_mod
 from bot.lab.backends import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
 from bot.lab.builds import BuildError, resolve
+from bot.lab.procs import proc_alive_and_ours
 from bot.lab.recipes import MiB, RecipeError, RecipeSpec
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{8}$")
@@ -129,17 +130,6 @@ def _read_json(path: Path, default=None):
         return default
 
 
-def _proc_alive_and_ours(pid: int | None, marker: str) -> bool:
-    """True if ``pid`` is a live (not zombie) process whose command line contains ``marker``."""
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return False
-    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
-    return state not in ("Z", "X") and marker in cmdline
 
 
 def qemu_marker(run_dir: Path) -> str:
@@ -286,7 +276,7 @@ class QemuBackend(Backend):
             # submit() writes worker.json right after starting the worker; give it a moment
             time.sleep(0.2)
             pid = self._worker_pid(run_dir)
-        if _proc_alive_and_ours(pid, str(run_dir)):
+        if proc_alive_and_ours(pid, str(run_dir)):
             return st
         # dead worker: it may have finished between our two reads
         self._reap(handle)
@@ -322,7 +312,7 @@ class QemuBackend(Backend):
         run_dir = self._run_dir(handle)
         (run_dir / "cancel").write_text(str(time.time()))
         pid = self._worker_pid(run_dir)
-        if _proc_alive_and_ours(pid, str(run_dir)):
+        if proc_alive_and_ours(pid, str(run_dir)):
             try:
                 os.killpg(pid, signal.SIGTERM)  # the worker's own group: worker + its qemu
             except ProcessLookupError:
@@ -354,7 +344,7 @@ class QemuBackend(Backend):
     def _kill_leftovers(self, run_dir: Path, state: dict) -> None:
         """Kill a recorded qemu that is still ours (PDEATHSIG normally got it already)."""
         qpid = state.get("qemu_pid")
-        if _proc_alive_and_ours(qpid, qemu_marker(run_dir)):
+        if proc_alive_and_ours(qpid, qemu_marker(run_dir)):
             try:
                 os.kill(qpid, signal.SIGKILL)
             except ProcessLookupError:

@@ -83,6 +83,7 @@ from pathlib import Path
 from bot.lab import parsers
 from bot.lab.backends import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
 from bot.lab.builds import BuildSpec
+from bot.lab.procs import proc_alive_and_ours
 from bot.lab.recipes import SAFE_SCRATCH_RE, RecipeError, RecipeSpec, make_recipe
 
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{8}$")
@@ -116,16 +117,6 @@ def _printable(text: str, limit: int = 300) -> str:
     return "".join(c if c.isprintable() else " " for c in text)[:limit]
 
 
-def _proc_alive_and_ours(pid, marker: str) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return False
-    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
-    return state not in ("Z", "X") and marker in cmdline
 
 
 def validate_release(release) -> str:
@@ -564,7 +555,7 @@ class SshBackend(Backend):
         if pid is None:
             time.sleep(0.2)
             pid = self._worker_pid(run_dir)
-        if _proc_alive_and_ours(pid, str(run_dir)):
+        if proc_alive_and_ours(pid, str(run_dir)):
             return st
         self._reap(handle)
         state = _read_json(run_dir / "state.json", {}) or {}
@@ -595,9 +586,10 @@ class SshBackend(Backend):
         return Samples(res["samples"], log_path=str(run_dir / "run.log"), metric=res["metric"],
                        higher_is_better=res["higher_is_better"], order=res.get("order"), warmups=res.get("warmups"))
 
-    def _kill_remote(self, run_dir: Path) -> None:
+    def _kill_remote(self, run_dir: Path, attempts: int = 3) -> None:
         """Best effort: kill the remote step of a run whose worker is gone (a remote command
-        otherwise keeps running after its ssh connection drops)."""
+        otherwise keeps running after its ssh connection drops).  A failed connection is retried
+        (a loaded host can be slow to answer); the outcome is recorded in ``state.json``."""
         spec = _read_json(run_dir / "spec.json", {}) or {}
         state = _read_json(run_dir / "state.json", {}) or {}
         rundir = state.get("remote_dir")
@@ -605,34 +597,48 @@ class SshBackend(Backend):
             return
         try:
             host = HostConfig(**spec["host"])
-            s = SshSession(host).connect()
-        except (LabError, KeyError, TypeError):
+        except (KeyError, TypeError):
             return
-        try:
-            s.run(remote_kill(rundir), timeout=30)
-            s.run(f"rm -rf -- {shlex.quote(rundir)}", timeout=60)
+        error = "not tried"
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(min(4.0, 0.5 * 2 ** attempt))
+            try:
+                s = SshSession(host).connect()
+            except LabError as exc:
+                error = str(exc)
+                continue
+            try:
+                s.run(remote_kill(rundir), timeout=30)
+                s.run(f"rm -rf -- {shlex.quote(rundir)}", timeout=60)
+            except LabError as exc:
+                error = str(exc)
+                continue
+            finally:
+                s.close()
             state = _read_json(run_dir / "state.json", {}) or {}
             state["remote_busy"] = False
+            state["remote_cleanup"] = f"remote step killed after the worker died (attempt {attempt + 1})"
             _atomic_write_json(run_dir / "state.json", state)
-        except LabError:
-            pass
-        finally:
-            s.close()
+            return
+        state = _read_json(run_dir / "state.json", {}) or {}
+        state["remote_cleanup"] = f"could not kill the remote step: {_printable(error, 200)}"
+        _atomic_write_json(run_dir / "state.json", state)
 
     def cancel(self, handle: str, grace_s: float = 15.0) -> Status:
         run_dir = self._run_dir(handle)
         (run_dir / "cancel").write_text(str(time.time()))
         pid = self._worker_pid(run_dir)
-        if _proc_alive_and_ours(pid, str(run_dir)):
+        if proc_alive_and_ours(pid, str(run_dir)):
             try:
                 os.kill(pid, signal.SIGTERM)  # the worker kills its remote step and records "cancelled"
             except ProcessLookupError:
                 pass
             end = time.monotonic() + grace_s
-            while time.monotonic() < end and _proc_alive_and_ours(pid, str(run_dir)):
+            while time.monotonic() < end and proc_alive_and_ours(pid, str(run_dir)):
                 self._reap(handle)
                 time.sleep(0.1)
-            if _proc_alive_and_ours(pid, str(run_dir)):
+            if proc_alive_and_ours(pid, str(run_dir)):
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
