@@ -23,7 +23,7 @@ _CUES = re.compile(
     r"regress|bisect|first bad commit|slow(?:er|down|s)?\b|performance|throughput|latency|"
     r"fail(?:s|ed|ure)?\b|(?:does|did)n'?t (?:boot|work)|not boot|broken|\bbreaks?\b|\bbroke\b|crash|"
     r"\bhangs?\b|\bhung\b|\boops\b|panic|BUG:|WARNING:|introduced by|caused by|\brevert|twice as long|"
-    r"% (?:drop|decrease|loss)|unbootable|no longer", re.I)
+    r"% (?:drop|decrease|loss)|unbootable|no longer|\block-?ups?\b|\block(?:s|ed)? up\b|\bfreez(?:e|es|ing)\b", re.I)
 _STRONG = re.compile(r"regress|bisect|first bad commit|introduced by|caused by", re.I)
 _PATCHY = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*\[(?:PATCH|RFC|RESEND)\b|\[GIT PULL\]|\bpull request\b", re.I)
 

@@ -101,6 +101,13 @@ ARCH_WORDS = [
     (re.compile(r"\bs390x?\b"), "s390"),
     (re.compile(r"\b(?:mips(?:64|el)?|MIPS)\b"), "mips"),
     (re.compile(r"\b(?:loongarch(?:64)?|LoongArch)\b"), "loongarch"),
+    (re.compile(r"\b(?:ia64|IA-64|Itanium\s?2?)\b", re.I), "ia64"),
+    (re.compile(r"\b(?:sparc64|UltraSPARC[\w-]*|SPARC64)\b"), "sparc64"),
+    (re.compile(r"\b(?:sparc32|sparc|SPARC)\b"), "sparc"),
+    (re.compile(r"\b(?:parisc(?:64)?|PA-RISC|hppa(?:64)?)\b", re.I), "parisc"),
+    (re.compile(r"\b(?:m68k|[Mm]otorola 680[0-6]0)\b"), "m68k"),
+    (re.compile(r"\b(?:DEC Alpha|alpha(?:ev\d+)?-linux|arch/alpha|Alpha (?:EV\d+|machines?|box(?:es)?|port))\b"),
+     "alpha"),
     (re.compile(r"\b(?:ARM|armv7\w*|ARMv7|armhf|arm32|ARCH=arm)\b"), "arm"),
     (re.compile(r"\bx86\b"), "x86"),
 ]
@@ -163,11 +170,16 @@ REGRESSION_OTHER_SENSE = re.compile(
     r"no (?:new )?regressions?|without (?:any )?regressions?|(?:any|potential|possible) regressions?|"
     r"regressions? (?:found|seen|noticed)\s*:\s*(?:none|0|no)|avoid (?:a )?regressions?|"
     r"(?:to |will |could |might |may )(?:cause |introduce )?(?:a )?regress|regression risk|"
-    r"regression[- ]free|regression tracking|regzbot (?:report|tracking|command))", re.I)
+    r"regression[- ]free|regression tracking|regzbot (?:report|tracking|command)|"
+    # regressions as a topic of tooling / process, not a claim: "regression tracker", "CI regression data",
+    # "each reported regression", "regressions@lists.linux.dev"
+    r"regressions? (?:trackers?|tracking|data|detection|handling|bots?|lists?|mailing lists?)|"
+    r"(?:each|every|all|most|many) (?:\w+ )?regressions?\b(?! (?:in|since|from|on|with) (?:v?\d|next-))|"
+    r"regressions@)", re.I)
 FAIL_WORDS = re.compile(
     r"\b(?:fail(?:s|ed|ing|ure)?\s+to\s+boot|(?:does|did|do)(?:n't| not) boot|no longer boots?|unbootable|"
     r"boot (?:failure|problem|issue|hang)s?|breaks? boot|broke(?:n)? (?:the )?boot|kernel panic|panic(?:s|ked)?|"
-    r"oops(?:es)?|BUG:|WARNING:|crash(?:es|ed|ing)?|hangs?|hung|lock(?:s|ed)? up|lockup|deadlock|"
+    r"oops(?:es)?|BUG:|WARNING:|crash(?:es|ed|ing)?|hangs?|hung|lock(?:s|ed)? up|lock-?ups?|deadlock|"
     r"corrupt(?:ion|ed|s)?|broken|breaks|broke|fail(?:s|ed|ure|ing)?|splat|build (?:error|failure|break)s?|"
     r"compile (?:error|failure)s?|(?:does|did)(?:n't| not) work|stopped working|no longer works?|"
     r"not working|unable to|black screen|freez(?:e|es|ing)|null pointer|segfault|error)\b", re.I)

@@ -224,6 +224,8 @@ def build_claim(subject: str | None, mt: MailText) -> Claim:
             pass
     if metric is None and change is not None:
         metric, metric_span = _fallback_metric(ex, times if (times and change == times[0]) else None)
+    if metric is None and r_pct is None:
+        metric, metric_span = _unit_of_stated_drop(ex)
     is_time = bool(metric and P.TIME_METRIC.search(metric))
     if change is not None and r_pct is None:
         if stated is not None and m0 is None and change == stated[0] and change > 0 and not is_time:
@@ -401,6 +403,50 @@ def _anonymous_block_title(ex: Extractor) -> str | None:
             if t:
                 return t
     return None
+
+
+RATE_UNIT = (r"[KMGT]i?B/s(?:ec)?|[KMGT]b/s|[KMGT]bps|[KMGT]bit/s|IOPS|iops|ops/s(?:ec)?|req/s|"
+             r"transactions/s(?:ec)?|tps|fps|pps|files/s(?:ec)?")
+# "~3% IOPS regression", "a 10% MB/s drop"
+UNIT_OF_PCT = re.compile(r"\d\s?%\s+(?:lower\s+|less\s+|fewer\s+)?(" + RATE_UNIT + r")(?![\w/])\s*(?:regression|drop|"
+                         r"decrease|loss|degradation|reduction|lower|less)?", re.I)
+# "I get 97-110MB/sec ... now only 66-70MB/sec": the same rate unit on two measured values (or ranges)
+UNIT_MEASURED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?[-–]\s?\d+(?:\.\d+)?)?\s?(" + RATE_UNIT + r")(?![\w/])",
+                           re.I)
+
+
+def _norm_unit(u: str) -> str:
+    u = re.sub(r"/sec$", "/s", u)
+    return "IOPS" if u.lower() == "iops" else u
+
+
+def _unit_of_stated_drop(ex: Extractor) -> tuple[str | None, tuple | None]:
+    """The unit of a performance claim when no single change figure could be computed.
+
+    A percentage written against a unit ("~1-3% IOPS regression") or one rate unit used for both
+    measurements of a comparison ("97-110MB/sec ... only 66-70MB/sec") names the metric.
+    """
+    for text, subj in ((ex.subject, True), (ex.clean, False)):
+        m = UNIT_OF_PCT.search(text)
+        if m and (m.group(0).split()[-1].lower() in ("regression", "drop", "decrease", "loss", "degradation",
+                                                     "reduction", "lower", "less")
+                  or re.search(r"%\s+(?:lower|less|fewer)\b", m.group(0), re.I)):
+            return _norm_unit(m.group(1)), (None if subj else (m.start(1), m.end(1)))
+    by_unit: dict[str, list] = {}
+    for u in ex.mt.units[:400]:
+        for m in UNIT_MEASURED.finditer(u.text):
+            if re.match(r"\s*(?:link|port|NIC|interface|card|ethernet|connection|line|uplink|network|adapter)s?\b",
+                        u.text[m.end():], re.I):
+                continue  # a link or device capacity, not a measurement
+            by_unit.setdefault(_norm_unit(m.group(1)).lower(), []).append((m, u))
+    for key, hits in by_unit.items():
+        values = {re.sub(r"\s", "", h[0].group(0)[:h[0].start(1) - h[0].start()]) for h in hits}
+        cue = any(re.search(r"\b(?:only|down to|drops?|dropped|slower|lower|decreas\w*|regress\w*|worse)\b",
+                            h[1].text, re.I) for h in hits)
+        if len(values) >= 2 and cue:
+            m, u = hits[0]
+            return _norm_unit(m.group(1)), (u.cstart + m.start(1), u.cstart + m.end(1))
+    return None, None
 
 
 def _fallback_metric(ex: Extractor, times) -> tuple[str | None, tuple | None]:

@@ -240,6 +240,10 @@ CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
 ]
 CUL_AFTER: list[tuple[re.Pattern, float]] = [
     (re.compile(r"^\W*(?:\(HEAD\)\s*)?is the first bad commit", I), 6),
+    # a later verdict that moves the blame: "... so X is likely the real bad commit" (beats the bisect result)
+    (re.compile(r"^[\s\"')]*(?:[^.\n\"]{0,60}[\"')]\s*)?(?:is|was)\s+(?:(?:most\s+)?likely|probably|actually|really|"
+                r"indeed|clearly|definitely)?\s*the\s+(?:(?:real|actual|true)\s+(?:bad\s+commit|culprit|cause)|"
+                r"(?:bad|guilty|offending|breaking)\s+(?:commit|patch|change))\b", I), 7),
     (re.compile(r"^[^.]{0,140}?\b(?:dropped|reduced|degraded|slowed down|halved|lowered|decreased)\s+(?:the\s+)?(?:\w+\s+){0,2}"
                 r"(?:speed|performance|throughput|bandwidth|iops|score|rate)\b", I), 4),
     (re.compile(r"^(?:\s*\([^)]*\))?[^.\n]{0,60}?\b(?:caus(?:es|ed)|introduc(?:es|ed)|broke|breaks|triggers|triggered|"
@@ -272,7 +276,9 @@ BAD_CUE = re.compile(r"\b(?:regress\w*|broken|breaks?|broke|fail\w*|crash\w*|han
                      r"worse|drops?|dropped|decreas\w*|loss|lost|degrad\w*|first present|introduced|symptoms?|"
                      r"bugs?|WARN\w*|no longer|stopped|trouble|takes? \w+ as long|twice as long|"
                      r"(?:took|takes?|taking)\s+(?:\w+\s+){0,2}(?:times\s+)?longer|slower|new failure|"
-                     r"unable to boot|(?:lower|higher) (?:iops|throughput|bandwidth|latency))\b", I)
+                     r"unable to boot|(?:lower|higher) (?:iops|throughput|bandwidth|latency)|badly|poorly|"
+                     r"(?:compared (?:with|to)|than|relative to) (?:the |all |any )?(?:earlier|older|previous|prior) "
+                     r"(?:kernels?|versions?|releases?))\b", I)
 BAD_LEFT = re.compile(r"(?:\b(?:regress\w*|broken|fails?|failed|crash\w*|hang\w*|freez\w*|reboots?|problem\w*|issue\w*|slow\w*|error\w*|"
                       r"bug\w*)[^.\n]{0,40}?\b(?:in|on|with|for|since|from|of|by|up to)|\b(?:since|starting (?:with|from)|"
                       r"first present in|present in|introduced in|upgrad\w+ to|moving to|move to|switch\w* to|"
@@ -466,7 +472,7 @@ class Extractor:
             return None
 
         def rank(g: CommitGroup):
-            tier = 2 if g.score >= 6 else 1
+            tier = 3 if g.score >= 7 else 2 if g.score >= 6 else 1
             return (tier, -g.first)
 
         return max(cands, key=rank)
@@ -557,6 +563,14 @@ class Extractor:
                     pass
                 if role:
                     out.append(VersionClaim(v.text, role, 3, v.cstart, v.depth, None, weight))
+        # a window: "after 2.6.25, but before 2.6.26-rc1" (last good ... first bad)
+        for m in re.finditer(r"\bafter\s+(?:v(?=\d))?(\S+?),?\s+(?:but\s+|and\s+)?before\s+(?:v(?=\d))?(\S+?)[.,;:)]?(?:\s|$)",
+                             clean, I):
+            av, bv = find_versions(m.group(1), allow_weak=True), find_versions(m.group(2), allow_weak=True)
+            if av and bv and vcmp(version_key(av[0].text), version_key(bv[0].text)) == -1:
+                d = self.mt.depth_at(m.start())
+                out.append(VersionClaim(av[0].text, "good", 2, m.start(1), d, (m.start(1), m.end(2))))
+                out.append(VersionClaim(bv[0].text, "bad", 2, m.start(2), d, (m.start(1), m.end(2))))
         # commit ids marked "(good)" / "(merge, bad)"
         for m in re.finditer(r"(?<![\w/])([0-9a-f]{7,40})\s*\((?:[^()\n]{0,20},\s*)?(good|bad)\)", clean):
             out.append(VersionClaim(m.group(1), m.group(2), 2, m.start(1), self.mt.depth_at(m.start())))
@@ -1005,12 +1019,14 @@ class Extractor:
                 arch_span.setdefault(name, (m.start(), m.end()))
         fam_tot: dict[str, float] = {}
         for a, v in arch_scores.items():
-            f = "x86" if a in ("x86_64", "i386", "x86") else a
+            f = "x86" if a in ("x86_64", "i386", "x86") else "sparc" if a in ("sparc", "sparc64") else a
             fam_tot[f] = fam_tot.get(f, 0) + v
         if arch_scores:
             # specific beats generic x86 when both present
             if "x86" in arch_scores and ({"x86_64", "i386"} & set(arch_scores)):
                 arch_scores.pop("x86")
+            if "sparc" in arch_scores and "sparc64" in arch_scores:
+                arch_scores["sparc64"] += arch_scores.pop("sparc")
             best = max(arch_scores, key=lambda k: arch_scores[k])
             ranked = sorted(fam_tot.values(), reverse=True)
             if len(ranked) > 1 and ranked[1] >= 0.6 * ranked[0] and not any(rx.search(self.subject) for rx, n in P.ARCH_WORDS if n == best):
@@ -1240,6 +1256,9 @@ class Extractor:
         subj_other = P.REGRESSION_OTHER_SENSE.search(subj)
         if P.REGRESSION_WORD.search(subj) and not subj_other and not self.robot_subject:
             add(2.5, "regression in subject")
+        elif subj_other and not P.REGRESSION_WORD.search(P.REGRESSION_OTHER_SENSE.sub(" ", subj)):
+            # the subject is about regressions as a topic (testing, tracking, tooling): a discussion
+            add(-1.5, "subject uses regression in another sense")
         if re.search(r"\bbisect", subj, I):
             add(1.0, "bisect in subject")
         if P.FAIL_WORDS.search(subj) or re.search(r"\b(?:slow\w*|performance (?:loss|drop|problem|issue|decrease)s?|"
@@ -1272,7 +1291,12 @@ class Extractor:
                             r"(?:took|takes|taking)\s+(?:\w+\s+){0,2}(?:times\s+)?longer|"
                             r"(?:unable|fails?|failed) to boot|(?:silently )?fails? (?:on|at|during) boot|"
                             r"(?:git[- ])?bisect\w*\s+(?:led|leads|pointed|points)\s+(?:me\s+|us\s+)?to|"
-                            r"regress(?:es|ed)?\s+(?:consistently|badly|by\s+~?\d))\b", clean, I)
+                            r"regress(?:es|ed)?\s+(?:consistently|badly|by\s+~?\d)|"
+                            # "the first commit that introduces lockups", "the change that caused the hang"
+                            r"(?:commit|patch|change)\s+(?:that|which)\s+(?:first\s+)?(?:introduc\w+|caus\w+|"
+                            r"trigger\w+|brought)\s+(?:the\s+|these\s+|this\s+|a\s+)?(?:\w+\s+)?(?:lock-?ups?|"
+                            r"hangs?|crash\w*|regression|slowdown|breakage|boot failures?|panics?|oops\w*))\b",
+                            clean, I)
         other = P.REGRESSION_OTHER_SENSE.findall(clean)
         if re.search(r"\b(?:this|the|that) (?:report|result|bisect\w*|regression) (?:is|was) (?:a |just |simply )?"
                      r"(?:a )?(?:noise|bogus|false|wrong|invalid)\b|\bfalse (?:alarm|positive)s?\b|"

@@ -68,3 +68,15 @@ def test_wrapped_pieces_that_do_not_make_a_full_id_are_not_joined():
     text = "version 1234\nabcdef12 is a short id"
     ids = [m.text for m in find_commits(text)]
     assert all(len(i) < 20 for i in ids)
+
+
+def test_less_common_architectures_are_named():
+    c = extractors.extract("pipe throughput regression on ia64",
+                           "Since 2.6.40-rc1 the pipe benchmark is much slower on our Itanium boxes.\n")
+    assert c.hardware["arch"] == "ia64"
+    c = extractors.extract("Boot hang on sparc64 with 3.9",
+                           "My UltraSPARC-IIIi machine hangs at boot since 3.9; 3.8 boots fine.\n"
+                           "The hang is somewhere in arch/sparc/kernel/setup_64.c.\n")
+    assert c.hardware["arch"] == "sparc64"
+    c = extractors.extract("parisc: kernel panic since 4.2", "The PA-RISC box panics at boot since 4.2.\n")
+    assert c.hardware["arch"] == "parisc"

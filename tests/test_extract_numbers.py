@@ -204,3 +204,17 @@ def test_arch_word_in_commit_title_prefix_is_not_the_machine():
             '("x86/efi: reserve more memory").\n')
     c = extract("boot regression", body)
     assert c.hardware["arch"] is None
+
+
+def test_metric_from_a_percentage_written_against_a_unit():
+    c = extract("[REGRESSION] nvme 4k randread: ~2-4% IOPS regression on 6.9",
+                "Compared with 6.8 the same fio job loses a few percent on every run.\n")
+    assert c.is_regression and c.kind == "performance"
+    assert c.metric == "IOPS" and c.change_percent is None
+
+
+def test_metric_from_the_same_rate_unit_on_two_measured_ranges():
+    body = ("Both hosts sit on a 10Gbps link. Copying a file with kernel 6.6 gives 900-950MB/sec;\n"
+            "after updating to 6.7 I only get 610-640MB/sec, so this is a clear regression.\n")
+    c = extract("network copy speed regression in 6.7", body)
+    assert c.is_regression and c.metric == "MB/s"

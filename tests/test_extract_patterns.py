@@ -269,3 +269,42 @@ for i in `seq 1 5`; do dd if=/dev/zero of=/dev/md0 bs=1024k count=2048; done
     c = extract("raid5 write performance regression in 6.2", body)
     assert c.config["benchmark"] == "dd"
     assert c.config["command"] == "dd if=/dev/zero of=/dev/md0 bs=1024k count=2048"
+
+
+def test_regression_tooling_discussion_is_not_a_report():
+    body = ("We built a dashboard that collects CI results from several labs and links each\n"
+            "reported regression to the boards it was seen on, since a reported regression has a\n"
+            "life cycle: it is detected, bisected, fixed. Feedback is welcome.\n")
+    c = extract("Kernel regression tracking/reporting dashboard", body)
+    assert not c.is_regression
+
+
+def test_later_verdict_moves_the_blame_to_another_commit():
+    body = ("My router no longer boots with 5.3-rc2. git bisect pointed to commit 1a2b3c4d5e6f.\n"
+            "\n"
+            "Looking closer, the bisect step before it was wrong, so 9f8e7d6c5b4a is most likely the\n"
+            "real bad commit. Reverting it on top of 5.3-rc2 makes the board boot again.\n")
+    c = extract("Boot failure with 5.3-rc2 - bisected to commit 1a2b3c4d5e6f", body)
+    assert c.is_regression
+    assert c.culprit_commit == "9f8e7d6c5b4a"
+
+
+def test_version_that_does_badly_compared_with_earlier_kernels_is_bad():
+    body = ("The 3.14-rc2 kernel scores very badly in the lmbench context switch test compared\n"
+            "with earlier kernels on our quad core box.\n")
+    c = extract("context switch performance regression", body)
+    assert c.is_regression and c.bad == "3.14-rc2"
+
+
+def test_commit_that_introduces_a_failure_and_an_after_before_window():
+    body = ("Still chasing this. The change that introduces the hangs for me landed\n"
+            "somewhere after 4.1, but before 4.2-rc1. I am trying a narrower range now.\n")
+    c = extract("Re: random freezes on my desktop", body)
+    assert c.is_regression and c.kind == "functional"
+    assert c.good == "4.1" and c.bad == "4.2-rc1"
+
+
+def test_naming_the_commit_that_caused_the_failure_is_a_claim():
+    body = "Took a week, but now I know the change which caused the lockups on my file server.\n"
+    c = extract("Re: file server lockups", body)
+    assert c.is_regression
