@@ -68,15 +68,24 @@ def reply_policy(config) -> tuple[str | None, tuple[str, ...]]:
     return REPLY_MODES[mode], tuple(on)
 
 
+def max_age_hours(table: dict, key: str, where: str, default: float = 72) -> float:
+    """A positive number of hours from a config table (the backfill cut-off of a hook)."""
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"[{where}] {key} must be a positive number of hours")
+    return float(value)
+
+
 def _install_replies(service) -> None:
     mode, statuses = reply_policy(service.config)
     if mode is None:
         return
+    max_age = max_age_hours(service.config.section("service"), "reply_max_age_hours", "service")
     from bot.reply import MailSettings, ReplyError, run_reply
 
     MailSettings.from_config(service.config)  # a broken [mail] stops the start, with its reason
     def reply(event) -> None:
-        if event.status not in statuses or is_backfill(service.store, event, 72):
+        if event.status not in statuses or is_backfill(service.store, event, max_age):
             return
         try:  # one reply per record, status and facts: a repeated event finds it done
             out = run_reply(service.store, service.config, event.regression_id, mode=mode, event=event.status)
@@ -113,13 +122,10 @@ def _install_lab(service, steps):
                           log=lambda msg: log.info("lab", extra={"detail": msg}))
     steps["lab"] = (scheduler.tick, interval)
 
-    lab = lab_section(service.config)
-    max_age = lab.get("auto_rerun_max_age_hours", 72)
-    if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or max_age <= 0:
-        raise ValueError("[lab] auto_rerun_max_age_hours must be a positive number")
+    max_age = max_age_hours(lab_section(service.config), "auto_rerun_max_age_hours", "lab")
 
     def schedule(event) -> None:
-        if is_backfill(service.store, event, float(max_age)):
+        if is_backfill(service.store, event, max_age):
             return  # old mail being backfilled: tracked, never rerun on its own
         job = auto_schedule(service.store, service.config, event.regression_id)
         if job is not None:

@@ -39,6 +39,16 @@ def triaged_by(store, mid: str, age: timedelta) -> int:
     return rid
 
 
+def as_report(store, rid: int, mid: str) -> None:
+    """Make ``mid`` the record's report (the mail a reply answers)."""
+    from sqlalchemy import update
+
+    import storage.tracker_schema as ts
+
+    with store.engine.begin() as conn:
+        conn.execute(update(ts.regressions).where(ts.regressions.c.id == rid).values(report_message_id=mid))
+
+
 def service_for(store, tmp_path, **sections) -> Service:
     data = {**lab_config(auto_rerun=True), **sections}
     svc = Service(store, Config(home=tmp_path, db_url=store.url, data=data), web=False)
@@ -115,6 +125,10 @@ def test_reply_policy_is_validated(store, tmp_path):
     for bad in ({"replies": "yes"}, {"replies": "send", "reply_on": ["bogus"]}, {"reply_on": "confirmed"}):
         with pytest.raises(ValueError):
             reply_policy(cfg(**bad))
+    for bad in (0, -1, "72", True):
+        with pytest.raises(ValueError, match="reply_max_age_hours"):
+            service_for(store, tmp_path, service={"replies": "draft", "reply_max_age_hours": bad},
+                        mail={"from": "regtriage <regtriage@example.org>"})
     # replies on, but no usable [mail]: the service refuses to start, naming the problem
     from bot.config import ConfigError
 
@@ -128,13 +142,7 @@ def test_confirmed_record_gets_a_drafted_reply_once(store, tmp_path):
                       mail={"from": "regtriage <regtriage@example.org>", "outbox": str(outbox),
                             "allowed_lists": ["linux-mm@kvack.org"]})
     rid = triaged_by(store, "report@example.org", timedelta(hours=2))
-    from sqlalchemy import update
-
-    import storage.tracker_schema as ts
-
-    with store.engine.begin() as conn:  # the record's report is that mail
-        conn.execute(update(ts.regressions).where(ts.regressions.c.id == rid)
-                     .values(report_message_id="report@example.org"))
+    as_report(store, rid, "report@example.org")
     svc.pipeline_step()  # triaged: no reply (not in reply_on); the lab schedules a rerun
     assert not outbox.exists() or not any(outbox.rglob("*"))
     step, _ = svc.hooks["steps"]["lab"]
@@ -152,6 +160,20 @@ def test_confirmed_record_gets_a_drafted_reply_once(store, tmp_path):
     set_status(store, rid, "confirmed", "user")
     svc.pipeline_step()
     assert len([p for p in outbox.rglob("*") if p.is_file()]) == 1
+
+
+@pytest.mark.parametrize("max_age,drafted", [({}, 1), ({"reply_max_age_hours": 1}, 0)], ids=["recent", "backfill"])
+def test_status_caused_by_old_mail_gets_no_reply(store, tmp_path, max_age, drafted):
+    """A record triaged because of a mail 2 h old: replied to by default (72 h), but with
+    reply_max_age_hours = 1 that mail is backfill and the bot stays quiet."""
+    outbox = tmp_path / "outbox"
+    svc = service_for(store, tmp_path, service={"replies": "draft", "reply_on": ["triaged"], **max_age},
+                      mail={"from": "regtriage <regtriage@example.org>", "outbox": str(outbox),
+                            "allowed_lists": ["linux-mm@kvack.org"]})
+    rid = triaged_by(store, "report@example.org", timedelta(hours=2))
+    as_report(store, rid, "report@example.org")
+    svc.pipeline_step()
+    assert len([p for p in outbox.rglob("*") if p.is_file()] if outbox.exists() else []) == drafted
 
 
 def test_startup_and_shutdown_hooks_run_and_failures_do_not_stop_the_service(store, tmp_path):
