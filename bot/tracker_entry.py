@@ -23,7 +23,26 @@ from urllib.parse import quote
 
 from bot.tracker import CLOSED, culprit_url, get_record, lore_url
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+def templates_dir() -> Path:
+    """The Jinja2 templates: ``templates/`` beside the package in a source checkout (and an
+    editable install), else where a wheel installs them (``<prefix>/share/regtriage/templates``,
+    setup.cfg ``data_files``), found from the installed package's location."""
+    import sysconfig
+
+    here = Path(__file__).resolve().parent
+    candidates = [here.parent / "templates"]
+    for base in (here.parents[3] if len(here.parents) > 3 else None, sysconfig.get_path("data")):
+        if base:
+            candidates.append(Path(base) / "share" / "regtriage" / "templates")
+    for c in candidates:
+        if (c / "entry.txt.j2").is_file():
+            return c
+    return candidates[0]
+
+
+TEMPLATES = templates_dir()
 WIDTH = 72
 ENTRY_KEYS = ("id", "title", "status", "kind", "subsystem", "culprit", "range", "metric", "change_percent",
               "hardware", "config", "numbers", "report", "related", "reruns", "history", "updated")

@@ -1,0 +1,53 @@
+"""A wheel install (not editable) carries what the package needs at run time: the Jinja2
+templates that live at the top of the repository are installed as data files and found there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHECK = r"""
+import sys
+from pathlib import Path
+import bot, bot.reply as reply, bot.tracker_entry as te, bot.web as web
+prefix = Path(sys.argv[1]).resolve()
+assert Path(bot.__file__).resolve().is_relative_to(prefix), bot.__file__
+assert te.TEMPLATES.resolve().is_relative_to(prefix), te.TEMPLATES
+# each template compiles in the environment the code renders it with
+reply._reply_env().get_template("reply.txt.j2")
+te._env("txt").get_template("entry.txt.j2")
+te._env("md").get_template("entry.md.j2")
+for name in ("base.html", "list.html", "regression.html", "error.html"):
+    web._env().get_template(name)
+assert (web.STATIC / "style.css").is_file()
+print(te.TEMPLATES)
+"""
+
+
+@pytest.mark.slow
+def test_wheel_install_finds_its_templates(tmp_path):
+    wheels = tmp_path / "wheels"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
+                           capture_output=True, text=True, timeout=600)
+    if build.returncode != 0 and "No matching distribution" in build.stderr:
+        pytest.skip(f"cannot fetch the build backend: {build.stderr[-300:]}")
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next(wheels.glob("regtriage-*.whl"))
+    prefix = tmp_path / "prefix"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--prefix", str(prefix),
+                    str(wheel)], check=True, capture_output=True, timeout=300)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)}))
+    assert (site / "bot" / "tracker_entry.py").is_file()
+    # run from elsewhere, the installed copy first on the path (the checkout is not importable)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    out = subprocess.run([sys.executable, "-c", CHECK, str(prefix)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert Path(out.stdout.strip()) == prefix / "share" / "regtriage" / "templates"
