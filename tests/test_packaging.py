@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -40,10 +41,20 @@ def test_wheel_install_finds_its_templates(tmp_path):
         pytest.skip(f"cannot fetch the build backend: {build.stderr[-300:]}")
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next(wheels.glob("regtriage-*.whl"))
+    # install it into a prefix of its own the way an installer lays a wheel out (package files in
+    # site-packages, ``*.data/data/`` under the prefix). Not ``pip install --prefix``: pip would
+    # first uninstall the running environment's own (editable) regtriage.
     prefix = tmp_path / "prefix"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--prefix", str(prefix),
-                    str(wheel)], check=True, capture_output=True, timeout=300)
     site = Path(sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)}))
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            head, _, rest = name.partition("/")
+            if head.endswith(".data") and rest.startswith("data/"):
+                target = prefix / rest[len("data/"):]
+            else:
+                target = site / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(name))
     assert (site / "bot" / "tracker_entry.py").is_file()
     # run from elsewhere, the installed copy first on the path (the checkout is not importable)
     env = dict(os.environ, PYTHONPATH=str(site))
