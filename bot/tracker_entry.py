@@ -24,7 +24,6 @@ from urllib.parse import quote
 from bot.tracker import CLOSED, culprit_url, get_record, lore_url
 
 
-
 def templates_dir() -> Path:
     """The Jinja2 templates: ``templates/`` beside the package in a source checkout (and an
     editable install), else where a wheel installs them (``<prefix>/share/regtriage/templates``,

@@ -210,8 +210,6 @@ def _printable(text, limit: int = 300) -> str:
     return text[:limit]
 
 
-
-
 def units_for(metric: str) -> str:
     """LAVA ``--units`` for a catalogue metric."""
     if metric.endswith("_MBps"):

@@ -130,8 +130,6 @@ def _read_json(path: Path, default=None):
         return default
 
 
-
-
 def qemu_marker(run_dir: Path) -> str:
     """A string in every qemu command line of a run (via ``-name``), to verify pids as ours."""
     return f"regtriage-{run_dir.name}"

@@ -117,8 +117,6 @@ def _printable(text: str, limit: int = 300) -> str:
     return "".join(c if c.isprintable() else " " for c in text)[:limit]
 
 
-
-
 def validate_release(release) -> str:
     if not isinstance(release, str) or not RELEASE_RE.match(release):
         raise LabError(f"not an accepted kernel release: {release!r} (expected e.g. 6.1.0-47-amd64)")
