@@ -42,6 +42,9 @@ UNIT_WORDS = (
     r"ops/sec|ops|req/s|requests/s(?:ec)?|transactions/s(?:ec)?|tps|fps|pps|Kpps|Mpps|"
     r"usecs?|us|µs|ms|msecs?|ns|nsecs?|seconds?|secs?|s|minutes?|mins?|hours?|cycles|"
     r"jobs/min|files/sec|files/s|MHz|GHz")
+# The throughput/rate subset of UNIT_WORDS (no time units): names a metric on its own.
+RATE_UNITS = (r"[KMGT]i?B/s(?:ec)?|[KMGT]b/s|[KMGT]bps|[KMGT]bit/s|IOPS|iops|ops/s(?:ec)?|req/s|"
+              r"transactions/s(?:ec)?|tps|fps|pps|files/s(?:ec)?")
 PAIR_VS = re.compile(
     r"(?<![\w.])(\d+(?:\.\d+)?)\s*(" + UNIT_WORDS + r")?\s+(?:vs\.?|versus|->|=>|→)\s+(\d+(?:\.\d+)?)\s*("
     + UNIT_WORDS + r")(?![\w/])")

@@ -405,13 +405,11 @@ def _anonymous_block_title(ex: Extractor) -> str | None:
     return None
 
 
-RATE_UNIT = (r"[KMGT]i?B/s(?:ec)?|[KMGT]b/s|[KMGT]bps|[KMGT]bit/s|IOPS|iops|ops/s(?:ec)?|req/s|"
-             r"transactions/s(?:ec)?|tps|fps|pps|files/s(?:ec)?")
 # "~3% IOPS regression", "a 10% MB/s drop"
-UNIT_OF_PCT = re.compile(r"\d\s?%\s+(?:lower\s+|less\s+|fewer\s+)?(" + RATE_UNIT + r")(?![\w/])\s*(?:regression|drop|"
+UNIT_OF_PCT = re.compile(r"\d\s?%\s+(?:lower\s+|less\s+|fewer\s+)?(" + P.RATE_UNITS + r")(?![\w/])\s*(?:regression|drop|"
                          r"decrease|loss|degradation|reduction|lower|less)?", re.I)
 # "I get 97-110MB/sec ... now only 66-70MB/sec": the same rate unit on two measured values (or ranges)
-UNIT_MEASURED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?[-–]\s?\d+(?:\.\d+)?)?\s?(" + RATE_UNIT + r")(?![\w/])",
+UNIT_MEASURED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?[-–]\s?\d+(?:\.\d+)?)?\s?(" + P.RATE_UNITS + r")(?![\w/])",
                            re.I)
 
 
