@@ -8,7 +8,7 @@ BIN     = $(VENV)/bin
 # Debian packages the test suite starts for real (public-inbox server, ...).
 SYSTEM_PACKAGES = public-inbox git $(shell cat tests/system-packages.txt 2>/dev/null)
 
-.PHONY: demo test install install-test system-deps bench clean
+.PHONY: demo test install install-test system-deps bench model clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ system-deps:
 # tests/run-lava-tests.sh on its own.
 test: system-deps install
 	REGTRIAGE_LAVA=$${REGTRIAGE_LAVA:-$${CI:+1}} $(BIN)/python -m pytest -q
+
+# retrain the extractor's decision models from bench/corpus/train (seeded, reproducible);
+# writes extractors/data/model.json, which ships with the package
+model: install
+	$(BIN)/python bench/train_model.py
 
 bench: install
 	$(BIN)/python bench/ingest.py

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_CORPUS = Path(os.environ.get("REGTRIAGE_CORPUS", "/work/shared/corpus"))
+# the project's own labelled corpus: train/ dev/ test/ (see bench/corpus/README.md)
+CORPUS_ROOT = Path(__file__).resolve().parent / "corpus"
 
 
 @dataclass
@@ -77,3 +79,9 @@ def load_corpus(root: Path | str | None = None, parts=("seeds", "dev")) -> list[
         if (root / p).is_dir():
             msgs.extend(load_dir(root / p))
     return msgs
+
+
+def load_split(split: str, root: Path | str | None = None) -> list[Message]:
+    """One split (train, dev or test) of the project's corpus."""
+    d = Path(root) if root else CORPUS_ROOT
+    return load_dir(d / split) if (d / split).is_dir() else []

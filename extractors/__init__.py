@@ -23,7 +23,8 @@ _CUES = re.compile(
     r"regress|bisect|first bad commit|slow(?:er|down|s)?\b|performance|throughput|latency|"
     r"fail(?:s|ed|ure)?\b|(?:does|did)n'?t (?:boot|work)|not boot|broken|\bbreaks?\b|\bbroke\b|crash|"
     r"\bhangs?\b|\bhung\b|\boops\b|panic|BUG:|WARNING:|introduced by|caused by|\brevert|twice as long|"
-    r"% (?:drop|decrease|loss)|unbootable|no longer|\block-?ups?\b|\block(?:s|ed)? up\b|\bfreez(?:e|es|ing)\b", re.I)
+    r"% (?:drop|decrease|loss)|unbootable|no longer|stopped working|(?:does|did)n'?t (?:compile|build)|"
+    r"not (?:compile|build)|build (?:error|failure)|\berror:|\block-?ups?\b|\block(?:s|ed)? up\b|\bfreez(?:e|es|ing)\b", re.I)
 _STRONG = re.compile(r"regress|bisect|first bad commit|introduced by|caused by", re.I)
 _PATCHY = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*\[(?:PATCH|RFC|RESEND)\b|\[GIT PULL\]|\bpull request\b", re.I)
 
@@ -47,14 +48,19 @@ def get_nlp():
     return _g()
 
 
-def extract(subject: str | None, body: str) -> Claim:
-    """Extract a regression claim from one message (subject may be None)."""
+def extract(subject: str | None, body: str, model=None) -> Claim:
+    """Extract a regression claim from one message (subject may be None).
+
+    ``model``: a ``learned.Model`` to decide with instead of the shipped one (training and
+    cross-validation use this)."""
     body = body or ""
     if not prefilter(subject, body):
         return Claim(is_regression=False, confidence=0.02)
     from .pipeline import run
-    doc = run(subject, body)
-    return doc._.claim
+    if model is None:
+        return run(subject, body)._.claim
+    from .learned import decide
+    return decide(run(subject, body, learned_stage=False)._.rules, model)
 
 
 _FIELDS = ("culprit", "good", "bad", "metric", "change_percent", "kind", "subsystem",

@@ -26,6 +26,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span, Token
 from spacy.util import registry
 
+from . import learned
 from . import patterns as P
 from .claim import Claim, MentionedCommit
 from .mailtext import MailText
@@ -38,6 +39,8 @@ if not Doc.has_extension("mail"):
     Doc.set_extension("mail", default=None)
     Doc.set_extension("subject", default=None)
     Doc.set_extension("claim", default=None)
+if not Doc.has_extension("rules"):
+    Doc.set_extension("rules", default=None)
 
 
 def _depth_of_token(tok: Token) -> int:
@@ -173,13 +176,28 @@ def kernel_entities(doc: Doc) -> Doc:
 
 @Language.component("regtriage_claim_scorer")
 def claim_scorer(doc: Doc) -> Doc:
-    doc._.claim = build_claim(doc._.subject, doc._.mail)
+    doc._.rules = rule_context(doc._.subject, doc._.mail)
+    doc._.claim = doc._.rules.rule_claim
+    return doc
+
+
+@Language.component("regtriage_learned_decider")
+def learned_decider(doc: Doc) -> Doc:
+    """The trained models (``learned``) decide over the rule candidates."""
+    model = learned.shipped_model()
+    if model is not None and doc._.rules is not None:
+        doc._.claim = learned.decide(doc._.rules, model)
     return doc
 
 
 # ------------------------------------------------------------------------------ assembly
 
 def build_claim(subject: str | None, mt: MailText) -> Claim:
+    return rule_context(subject, mt).rule_claim
+
+
+def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
+    """The rule stages' claim together with the candidates they saw."""
     ex = Extractor(subject, mt)
     ex.collect()
     c = ex.claim
@@ -311,7 +329,7 @@ def build_claim(subject: str | None, mt: MailText) -> Claim:
         c.change_percent = None
         ex.facts = [f for f in ex.facts if f.field not in ("culprit", "good", "bad", "metric", "change_percent")]
     c.facts = ex.facts
-    return c
+    return learned.RuleContext(ex, c, groups, culprit, why)
 
 
 STATE_STRONG = re.compile(r"\bregress(?:ion|ions|ed|es)?\b|first bad commit|\b(?:caused|introduced) by\b",
@@ -474,13 +492,17 @@ def get_nlp() -> Language:
     nlp.add_pipe("regtriage_mail_segmenter")
     nlp.add_pipe("regtriage_kernel_entities")
     nlp.add_pipe("regtriage_claim_scorer")
+    nlp.add_pipe("regtriage_learned_decider")
     return nlp
 
 
-def run(subject: str | None, body: str) -> Doc:
+def run(subject: str | None, body: str, learned_stage: bool = True) -> Doc:
+    """Run the pipeline; ``learned_stage=False`` stops after the rule stages (training)."""
     nlp = get_nlp()
     doc = nlp.make_doc(body)
     doc._.subject = subject
-    for _name, proc in nlp.pipeline:
+    for name, proc in nlp.pipeline:
+        if name == "regtriage_learned_decider" and not learned_stage:
+            break
         doc = proc(doc)
     return doc

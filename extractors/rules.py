@@ -563,7 +563,7 @@ class Extractor:
                     pass
                 if role:
                     out.append(VersionClaim(v.text, role, 3, v.cstart, v.depth, None, weight))
-        # a window: "after 2.6.25, but before 2.6.26-rc1" (last good ... first bad)
+        # a window: "after <A>, but before <B>" (A last good, B first bad)
         for m in re.finditer(r"\bafter\s+(?:v(?=\d))?(\S+?),?\s+(?:but\s+|and\s+)?before\s+(?:v(?=\d))?(\S+?)[.,;:)]?(?:\s|$)",
                              clean, I):
             av, bv = find_versions(m.group(1), allow_weak=True), find_versions(m.group(2), allow_weak=True)
@@ -1030,7 +1030,7 @@ class Extractor:
             best = max(arch_scores, key=lambda k: arch_scores[k])
             ranked = sorted(fam_tot.values(), reverse=True)
             if len(ranked) > 1 and ranked[1] >= 0.6 * ranked[0] and not any(rx.search(self.subject) for rx, n in P.ARCH_WORDS if n == best):
-                # two architectures named about equally often (a comparison, "both arm64 and x86_64"):
+                # two architectures named about equally often (a comparison of the two):
                 # which one is meant is not clear
                 best = None
                 if hw["cpu"]:
@@ -1292,7 +1292,7 @@ class Extractor:
                             r"(?:unable|fails?|failed) to boot|(?:silently )?fails? (?:on|at|during) boot|"
                             r"(?:git[- ])?bisect\w*\s+(?:led|leads|pointed|points)\s+(?:me\s+|us\s+)?to|"
                             r"regress(?:es|ed)?\s+(?:consistently|badly|by\s+~?\d)|"
-                            # "the first commit that introduces lockups", "the change that caused the hang"
+                            # a commit / patch / change "that introduces" or "caused" a named failure
                             r"(?:commit|patch|change)\s+(?:that|which)\s+(?:first\s+)?(?:introduc\w+|caus\w+|"
                             r"trigger\w+|brought)\s+(?:the\s+|these\s+|this\s+|a\s+)?(?:\w+\s+)?(?:lock-?ups?|"
                             r"hangs?|crash\w*|regression|slowdown|breakage|boot failures?|panics?|oops\w*))\b",

@@ -1,0 +1,133 @@
+"""Train the extractor's decision models and write extractors/data/model.json.
+
+    make model                                   # = .venv/bin/python bench/train_model.py
+    .venv/bin/python bench/train_model.py --check   # exit 1 if the shipped model differs
+
+Reads the TRAIN split of bench/corpus only (dev is for error analysis, test is frozen), runs
+the rule stages of the extractor on every message (``extractors.extract`` without the learned
+stage), turns each message and each candidate into the feature sets that
+``extractors.learned`` uses at run time, and fits one L2-regularised logistic regression per
+decision with scikit-learn (liblinear, fixed seed: the same corpus gives the same weights).
+Features seen fewer than ``MIN_COUNT`` times are dropped.  The weights are written as sorted
+JSON, rounded, so the file is reproducible byte for byte.
+
+Why no value-swapped training variants: every number, version and commit id is reduced to
+its shape before it becomes a feature (``learned.shape``), so a variant with other values
+would produce the very same features; the models can only learn contexts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._corpus import load_split  # noqa: E402
+from extractors import learned, prefilter  # noqa: E402
+from extractors.pipeline import run  # noqa: E402
+
+MIN_COUNT = 2
+# regularisation per decision (inverse strength); message models see many sparse words
+C_VALUES = {"is_regression": 0.5, "kind": 0.5}
+C_DEFAULT = 1.0
+THRESHOLDS = {"is_regression": 0.5, "kind": 0.5, "culprit": 0.5, "good": 0.5, "bad": 0.5}
+GATE_THRESHOLD = 0.35
+
+
+def examples(msgs) -> dict[str, list[tuple[set[str], int]]]:
+    out: dict[str, list] = {}
+    for m in msgs:
+        if m.label is None:
+            continue
+        doc = run(m.subject, m.body, learned_stage=False)
+        ex = learned.training_examples(doc._.rules, m.label)
+        if not prefilter(m.subject, m.body):
+            # the prefilter answers for these at run time: only the message model sees them
+            ex = {"is_regression": ex["is_regression"]}
+        for k, v in ex.items():
+            out.setdefault(k, []).extend(v)
+    return out
+
+
+def fit_one(name: str, data: list[tuple[set[str], int]]) -> dict | None:
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    ys = [y for _, y in data]
+    if len(set(ys)) < 2:
+        return None
+    counts = Counter(f for feats, _ in data for f in feats)
+    keep = {f for f, n in counts.items() if n >= MIN_COUNT}
+    rows = [{f: 1 for f in sorted(feats) if f in keep} for feats, _ in data]
+    vec = DictVectorizer(sort=True)
+    X = vec.fit_transform(rows).tocsr()
+    X.indices = X.indices.astype("int32")  # liblinear takes 32-bit sparse indices only
+    X.indptr = X.indptr.astype("int32")
+    clf = LogisticRegression(C=C_VALUES.get(name, C_DEFAULT), solver="liblinear", random_state=0,
+                             class_weight="balanced" if name in ("culprit", "good", "bad") else None,
+                             max_iter=1000)
+    clf.fit(X, ys)
+    weights = {f: round(float(w), 5) for f, w in zip(vec.get_feature_names_out(), clf.coef_[0])
+               if abs(w) >= 1e-5}
+    thr = THRESHOLDS.get(name, GATE_THRESHOLD)
+    return {"bias": round(float(clf.intercept_[0]), 5), "threshold": thr,
+            "examples": len(ys), "positives": int(sum(ys)), "weights": dict(sorted(weights.items()))}
+
+
+def fit(msgs) -> learned.Model:
+    return learned.Model.from_dict(fit_dict(msgs))
+
+
+def fit_dict(msgs) -> dict:
+    data = examples(msgs)
+    models = {}
+    for name in sorted(data):
+        m = fit_one(name, data[name])
+        if m is not None:
+            models[name] = m
+    return {"format": 1, "models": models}
+
+
+def corpus_digest(msgs) -> str:
+    h = hashlib.sha256()
+    for m in msgs:
+        h.update(m.file.encode())
+        h.update(json.dumps(m.label, sort_keys=True).encode())
+        h.update((m.subject or "").encode() + b"\0" + m.body.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def build() -> str:
+    msgs = load_split("train")
+    d = fit_dict(msgs)
+    d["trained_on"] = {"split": "train", "messages": len(msgs), "sha256": corpus_digest(msgs)}
+    return json.dumps(d, indent=0, sort_keys=True) + "\n"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="compare with the shipped model, write nothing")
+    ap.add_argument("--out", default=str(learned.MODEL_FILE))
+    a = ap.parse_args(argv)
+    text = build()
+    out = Path(a.out)
+    if a.check:
+        same = out.exists() and out.read_text(encoding="utf-8") == text
+        print("shipped model is up to date" if same else "shipped model differs from a fresh build: run make model")
+        return 0 if same else 1
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    d = json.loads(text)
+    for name, m in d["models"].items():
+        print(f"{name:<22} examples {m['examples']:>6}  positives {m['positives']:>5}  weights {len(m['weights']):>6}")
+    print(f"wrote {out} ({out.stat().st_size // 1024} KiB) from {d['trained_on']['messages']} train messages")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
