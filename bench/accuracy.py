@@ -178,6 +178,13 @@ def predict(msgs, extract=None) -> list[tuple[str, dict, dict]]:
     return [(m.file, m.label, extract(m.subject, m.body).to_dict()) for m in msgs if m.label is not None]
 
 
+def rules_only(msgs) -> list:
+    """Predictions of the rule stages alone (the learned stage switched off): the baseline."""
+    import extractors
+    from extractors.learned import Model
+    return predict(msgs, lambda s, b: extractors.extract(s, b, model=Model()))
+
+
 def cross_validate(folds: int, seed: int = 1) -> dict:
     """k-fold CV over train+dev: train the model on k-1 folds (same code as ``make model``),
     score the held-out fold with it, pool the predictions of all folds."""
@@ -214,6 +221,7 @@ def main(argv=None) -> int:
     ap.add_argument("--split", action="append", choices=["train", "dev", "test"],
                     help="split(s) of bench/corpus to score (default: train and dev)")
     ap.add_argument("--cv", type=int, default=0, help="k-fold cross-validation over train+dev")
+    ap.add_argument("--rules-only", action="store_true", help="score the rule stages alone (baseline)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every mismatch")
     a = ap.parse_args(argv)
@@ -221,11 +229,13 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     if a.cv:
         results[f"cv{a.cv}"] = cross_validate(a.cv)
-    elif a.corpus:
-        results[a.corpus] = score(predict(load_dir(Path(a.corpus))))
     else:
-        for split in a.split or ["train", "dev"]:
-            results[split] = score(predict(load_split(split)))
+        run = rules_only if a.rules_only else predict
+        if a.corpus:
+            results[a.corpus] = score(run(load_dir(Path(a.corpus))))
+        else:
+            for split in a.split or ["train", "dev"]:
+                results[split + (" (rules only)" if a.rules_only else "")] = score(run(load_split(split)))
     if a.json:
         for r in results.values():
             if not a.verbose:

@@ -25,6 +25,12 @@ _CUES = re.compile(
     r"\bhangs?\b|\bhung\b|\boops\b|panic|BUG:|WARNING:|introduced by|caused by|\brevert|twice as long|"
     r"% (?:drop|decrease|loss)|unbootable|no longer|stopped working|(?:does|did)n'?t (?:compile|build)|"
     r"not (?:compile|build)|build (?:error|failure)|\berror:|\block-?ups?\b|\block(?:s|ed)? up\b|\bfreez(?:e|es|ing)\b", re.I)
+# words of a problem report without the usual regression vocabulary ("data=ordered causes the
+# problem", "grating on my rebuild times", "caused below changes"): enough to be looked at
+_WEAK_CUES = re.compile(
+    r"\bproblem|\bissues?\b|\bcaus(?:e|es|ed|ing)\b|\bbug\b|\bwarn|\berror|\bcomplain|\bannoy|"
+    r"\bworks?\b|\bworked\b|\bworking\b|\bok\b|\bupgrad|\btimes?\b|\blonger\b|\bchanges\b|"
+    r"\bnoticed\b|\bregzbot\b|\bsince\b|\bwith(?:out)? (?:commit|patch)", re.I)
 _STRONG = re.compile(r"regress|bisect|first bad commit|introduced by|caused by", re.I)
 _PATCHY = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*\[(?:PATCH|RFC|RESEND)\b|\[GIT PULL\]|\bpull request\b", re.I)
 
@@ -37,10 +43,12 @@ def prefilter(subject: str | None, body: str) -> bool:
         # a patch or pull itself: only a report if it talks about a regression it hit
         return bool(_STRONG.search(subject)) and not re.search(r"\bfix", subject, re.I)
     if _PATCHY.search(subject):
-        return bool(_STRONG.search(subject) or _STRONG.search(head) or P.ROBOT_SUBJECT.search(subject))
+        # a reply in a patch or pull thread: a report if it talks like one
+        return bool(_STRONG.search(subject) or _CUES.search(head) or P.ROBOT_SUBJECT.search(subject))
     if P.ROBOT_SUBJECT.search(subject):
         return True
-    return bool(_CUES.search(subject) or _CUES.search(head))
+    return bool(_CUES.search(subject) or _CUES.search(head) or _WEAK_CUES.search(subject)
+                or _WEAK_CUES.search(head))
 
 
 def get_nlp():

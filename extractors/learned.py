@@ -326,6 +326,22 @@ def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
     return out
 
 
+def commit_range_candidates(ctx) -> list[Candidate]:
+    """Commit ids as candidates for the ends of a range ("good: <sha>", a robot report's parent
+    and commit, bisect start lines); the rule's culprit is marked, since a robot report names
+    the culprit itself as the bad end."""
+    out = []
+    for cc in commit_candidates(ctx.ex, ctx.groups, None):
+        c = Candidate(cc.value, cc.spans, set(), cc.norm)
+        g = next((g for g in ctx.groups if g.hex == cc.norm), None)
+        if g is not None and g is ctx.rule_culprit:
+            c.feats.add("is_rule_culprit")
+        if g is not None:
+            c.feats.add(f"role={g.role}")
+        out.append(c)
+    return out
+
+
 def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None) -> set[str]:
     f = {f"g:{field}", f"g:{field}:kind={msg_kind}"}
     if ex.is_robot:
@@ -393,8 +409,7 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     # good / bad
     vc = version_candidates(ex)
     # the ends of a range may also be commit ids ("good: <sha>", bisect start lines)
-    vc += [Candidate(cc.value, cc.spans, set(), cc.norm) for cc in commit_candidates(ex, ctx.groups, None)
-           if out.culprit_commit is None or not cc.norm.startswith(out.culprit_commit.lower()[:7])]
+    vc += commit_range_candidates(ctx)
     add_rule_versions(ex, vc, c)
     version_features(ex, vc, c.good, c.bad)
     for name in ("good", "bad"):
@@ -407,8 +422,10 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     for name in GATED_FIELDS:
         if name == "arch":
             continue
-        value = c.field_value(name)
+        value = normalise_value(name, c.field_value(name))
         if value is None:
+            _set_field(out, name, None)
+            facts = [f for f in facts if f.field != name]
             continue
         g = model.get("gate_" + name)
         fact = old.get(name)
@@ -419,7 +436,7 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         else:
             _set_field(out, name, value)
     # arch: the rule's word, else the board / SoC / machine named
-    arch = c.hardware.get("arch")
+    arch = normalise_value("arch", c.hardware.get("arch"))
     if arch is None:
         guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
         if guess is not None:
@@ -435,6 +452,25 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         out.subsystem = c.subsystem
     out.facts = facts
     return out
+
+
+_MEM_SIZE = re.compile(r"^(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]))\s*(?:of\s+)?(?:RAM|memory|mem|DRAM|DDR\w*)\b",
+                       re.I)
+
+
+def normalise_value(name: str, value):
+    """The rule's value in the form the labels use."""
+    if value is None:
+        return None
+    if name == "arch" and value == "x86":
+        # the family alone does not say i386 or x86_64: not an architecture to report
+        return None
+    if name == "memory":
+        # the size as written, without the noun after it ("128G memory" -> "128G")
+        mm = _MEM_SIZE.match(value)
+        if mm:
+            return mm.group(1)
+    return value
 
 
 def _set_field(out: Claim, name: str, value) -> None:
@@ -495,8 +531,7 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
         hit = bool(gold_c) and (cc.norm.startswith(gold_c[:40]) or gold_c.startswith(cc.norm)) and len(gold_c) >= 6
         out["culprit"].append((cc.feats, int(hit)))
     vc = version_candidates(ex)
-    vc += [Candidate(cc.value, cc.spans, set(), cc.norm) for cc in commit_candidates(ex, ctx.groups, None)
-           if not (gold_c and (cc.norm.startswith(gold_c) or gold_c.startswith(cc.norm)))]
+    vc += commit_range_candidates(ctx)
     add_rule_versions(ex, vc, c)
     version_features(ex, vc, c.good, c.bad)
     for name in ("good", "bad"):
@@ -506,7 +541,7 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
                 cand.norm.startswith(gold) or gold.startswith(cand.norm))))
             out[name].append((cand.feats, int(hit)))
     for name in GATED_FIELDS:
-        value = c.field_value(name)
+        value = normalise_value(name, c.field_value(name))
         if name == "arch" and value is None:
             guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
             value = guess[0] if guess else None

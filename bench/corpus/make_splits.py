@@ -1,17 +1,18 @@
-"""Lay the gathered messages out as train / dev / test, once.
+"""Lay the gathered messages out as train / dev / test (incremental; a message never moves).
 
-    .venv/bin/python bench/corpus/make_splits.py [--seed 20261124] [--test-share 0.36]
+    .venv/bin/python bench/corpus/make_splits.py [--seen NAME=DIR ...]
 
 * Messages the project had already read while writing rules (the shared corpus' seeds and dev,
-  and the former bench/heldout, heldout2, heldout3 sets: ``--seen DIR`` each) go to train only.
+  and the former bench/heldout, heldout2, heldout3 sets: ``--seen NAME=DIR`` each) go to train.
 * Newly gathered messages (``incoming/<batch>/``: .eml files + labels.jsonl, labelled by
-  reading before any extractor ran on them) are shuffled with a fixed seed, stratified by
-  is_regression, and dealt out: ``--test-share`` to test, a quarter of the rest to dev, the
-  rest to train.  Duplicates (same source URL, or the same body) are dropped first.
-* Files are renamed ``<batch>-<file>`` so that names never collide; every label keeps its
-  ``source_url`` and gains ``origin`` (where it came from) and ``split``.
-
-The test split is frozen: the script refuses to run when ``test/`` already exists.
+  reading, before any extractor ran on them) are dealt out by a keyed hash of their batch and
+  file name (sha256 with a fixed key): 36% to test, 16% to dev, 48% to train.  The split of a
+  message is thus fixed the moment it is gathered, before anyone works on it, and does not
+  depend on what else was gathered; rerunning the script adds new messages and re-reads the
+  labels of known ones, but never moves a message between splits.
+* Duplicates (same source URL, or the same body) of a message already placed are dropped.
+* Files are renamed ``<batch>-<file>``; every label keeps its ``source_url`` and gains
+  ``origin`` and ``split``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import random
 import shutil
 import sys
 from pathlib import Path
@@ -29,9 +29,14 @@ HERE = Path(__file__).resolve().parent
 
 def read_set(d: Path) -> list[tuple[Path, dict]]:
     out = []
+    if not (d / "labels.jsonl").exists():
+        return out
     for line in (d / "labels.jsonl").read_text(encoding="utf-8").splitlines():
         if line.strip():
-            lab = json.loads(line)
+            try:
+                lab = json.loads(line)
+            except ValueError:  # a line still being written
+                continue
             f = d / lab["file"]
             if f.exists():
                 out.append((f, lab))
@@ -54,63 +59,71 @@ def url_key(u: str | None) -> str | None:
     return u.replace("lkml.indiana.edu/hypermail/", "lkml.iu.edu/").replace("lkml.iu.edu/hypermail/", "lkml.iu.edu/")
 
 
+KEY = b"regtriage-corpus-split-2026-11-24"
+
+
+def split_of(batch: str, file: str) -> str:
+    h = int.from_bytes(hashlib.sha256(KEY + f"{batch}/{file}".encode()).digest()[:8], "big") / 2**64
+    return "test" if h < 0.36 else "dev" if h < 0.52 else "train"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seed", type=int, default=20261124)
-    ap.add_argument("--test-share", type=float, default=0.36)
-    ap.add_argument("--seen", action="append", default=[], help="name=DIR of a set already read")
+    ap.add_argument("--seen", action="append", default=[], help="NAME=DIR of a set already read")
     a = ap.parse_args(argv)
-    if (HERE / "test").exists():
-        print("test/ exists: the splits are frozen", file=sys.stderr)
-        return 2
-    seen_urls, seen_bodies = set(), set()
-    seen: list[tuple[str, Path, dict]] = []
+    placed: dict[str, dict[str, dict]] = {}
+    for split in ("train", "dev", "test"):
+        placed[split] = {}
+        lf = HERE / split / "labels.jsonl"
+        if lf.exists():
+            for line in lf.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    lab = json.loads(line)
+                    placed[split][lab["file"]] = lab
+    where = {name: split for split, labs in placed.items() for name in labs}
+    urls = {url_key(lab.get("source_url")) for labs in placed.values() for lab in labs.values()} - {None}
+    bodies = {body_key(HERE / split / name) for split, labs in placed.items() for name in labs
+              if (HERE / split / name).exists()}
+    incoming: list[tuple[str, Path, dict, str]] = []
     for spec in a.seen:
         name, d = spec.split("=", 1)
-        for f, lab in read_set(Path(d)):
-            seen.append((name, f, lab))
-            seen_urls.add(url_key(lab.get("source_url")))
-            seen_bodies.add(body_key(f))
-    new: list[tuple[str, Path, dict]] = []
-    dropped = []
-    for batch in sorted(p for p in (HERE / "incoming").iterdir() if p.is_dir()):
-        for f, lab in read_set(batch):
-            uk, bk = url_key(lab.get("source_url")), body_key(f)
-            if (uk and uk in seen_urls) or bk in seen_bodies:
-                dropped.append(f"{batch.name}/{f.name}")
-                continue
-            seen_urls.add(uk)
-            seen_bodies.add(bk)
-            new.append((batch.name, f, lab))
-    rng = random.Random(a.seed)
-    splits: dict[str, list] = {"train": [], "dev": [], "test": []}
-    for positive in (True, False):
-        group = [x for x in new if bool(x[2].get("is_regression")) == positive]
-        group.sort(key=lambda x: (x[0], x[1].name))
-        rng.shuffle(group)
-        n_test = round(len(group) * a.test_share)
-        rest = group[n_test:]
-        n_dev = round(len(rest) / 4)
-        splits["test"] += group[:n_test]
-        splits["dev"] += rest[:n_dev]
-        splits["train"] += rest[n_dev:]
-    splits["train"] = [(n, f, dict(lab, origin=f"seen before this corpus: {n}")) for n, f, lab in seen] + \
-        [(n, f, dict(lab, origin=f"gathered 2026-11-24, batch {n}")) for n, f, lab in splits["train"]]
-    for s in ("dev", "test"):
-        splits[s] = [(n, f, dict(lab, origin=f"gathered 2026-11-24, batch {n}")) for n, f, lab in splits[s]]
-    for split, items in splits.items():
-        out = HERE / split
-        out.mkdir(parents=True, exist_ok=True)
-        lines = []
-        for batch, f, lab in sorted(items, key=lambda x: (x[0], x[1].name)):
-            name = f"{batch}-{f.name}"
-            shutil.copyfile(f, out / name)
-            lines.append(json.dumps(dict(lab, file=name, split=split), ensure_ascii=False))
-        (out / "labels.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        pos = sum(1 for _, _, lab in items if lab.get("is_regression"))
-        print(f"{split}: {len(items)} messages, {pos} regressions")
-    if dropped:
-        print(f"dropped as duplicates: {len(dropped)}: {' '.join(dropped)}")
+        incoming += [(name, f, lab, "train") for f, lab in read_set(Path(d))]
+    inc = HERE / "incoming"
+    for batch in sorted(p for p in inc.iterdir() if p.is_dir()) if inc.is_dir() else []:
+        incoming += [(batch.name, f, lab, split_of(batch.name, f.name)) for f, lab in read_set(batch)]
+    added, updated, dropped = 0, 0, []
+    for batch, f, lab, split in incoming:
+        name = f"{batch}-{f.name}"
+        seen_set = split == "train" and any(batch == s.split("=", 1)[0] for s in a.seen)
+        origin = f"seen before this corpus: {batch}" if seen_set else f"gathered 2026-11-24, batch {batch}"
+        if name in where:
+            split = where[name]
+            new = dict(lab, file=name, split=split, origin=origin)
+            if placed[split][name] != new:
+                placed[split][name] = new
+                shutil.copyfile(f, HERE / split / name)
+                updated += 1
+            continue
+        uk, bk = url_key(lab.get("source_url")), body_key(f)
+        if (uk and uk in urls) or bk in bodies:
+            dropped.append(f"{batch}/{f.name}")
+            continue
+        urls.add(uk)
+        bodies.add(bk)
+        (HERE / split).mkdir(exist_ok=True)
+        shutil.copyfile(f, HERE / split / name)
+        placed[split][name] = dict(lab, file=name, split=split, origin=origin)
+        where[name] = split
+        added += 1
+    for split, labs in placed.items():
+        if not labs:
+            continue
+        lines = [json.dumps(labs[k], ensure_ascii=False) for k in sorted(labs)]
+        (HERE / split / "labels.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        pos = sum(1 for lab in labs.values() if lab.get("is_regression"))
+        print(f"{split}: {len(labs)} messages, {pos} regressions")
+    print(f"added {added}, labels re-read {updated}, dropped as duplicates {len(dropped)}"
+          + (f": {' '.join(dropped)}" if dropped else ""))
     return 0
 
 
