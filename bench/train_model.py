@@ -34,8 +34,8 @@ from extractors.pipeline import run  # noqa: E402
 MIN_COUNT = 2
 # regularisation per decision (inverse strength); message models see many sparse words
 C_VALUES = {"is_regression": 0.5, "kind": 0.5}
-C_DEFAULT = 1.0
-THRESHOLDS = {"is_regression": 0.5, "kind": 0.5, "culprit": 0.5, "good": 0.4, "bad": 0.4}
+C_DEFAULT = 0.3
+THRESHOLDS = {"is_regression": 0.4, "kind": 0.5, "culprit": 0.5, "good": 0.4, "bad": 0.4, "cpu": 0.5}
 GATE_THRESHOLD = 0.35
 
 
@@ -69,7 +69,7 @@ def fit_one(name: str, data: list[tuple[set[str], int]]) -> dict | None:
     X.indices = X.indices.astype("int32")  # liblinear takes 32-bit sparse indices only
     X.indptr = X.indptr.astype("int32")
     clf = LogisticRegression(C=C_VALUES.get(name, C_DEFAULT), solver="liblinear", random_state=0,
-                             class_weight="balanced" if name in ("culprit", "good", "bad") else None,
+                             class_weight="balanced" if name in ("culprit", "good", "bad", "cpu") else None,
                              max_iter=1000)
     clf.fit(X, ys)
     weights = {f: round(float(w), 5) for f, w in zip(vec.get_feature_names_out(), clf.coef_[0])

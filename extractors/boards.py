@@ -17,7 +17,7 @@ import re
 TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
     # NXP / Freescale i.MX: 1/2x/3x/5x/6/7 are 32-bit ARM, 8/9/91/93/95 are arm64
     (r"\bi\.?MX\s?(?:8|9)\w*", "arm64"),
-    (r"\bi\.?MX\s?(?:1|2[1357]|3[15]|5[0137]|6|7)\w*", "arm"),
+    (r"\bi\.?MX\s?(?:1|2[13578]|3[15]|5[0137]|6|7)\w*", "arm"),
     (r"\bLayerscape\b|\bLS(?:1012|1028|1043|1046|1088|2088|2160)A?\b", "arm64"),
     # Microchip / Atmel
     (r"\b(?:at91\w*|sama5\w*|sam9\w*|sama7\w*)\b", "arm"),

@@ -41,9 +41,9 @@ MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
 GATED_FIELDS = ("metric", "change_percent", "cpu", "arch", "memory", "storage", "filesystem",
                 "benchmark", "subsystem")
 
-_TOK = re.compile(r"[A-Za-z_][\w'-]*|\d[\w.+~-]*%?|[%#:=<>/\[\]()@!?*+-]")
+_TOK = re.compile(r"(?:linux-|v)?\d+\.\d+[\w.+~-]*|[A-Za-z_][\w'-]*|\d[\w.+~-]*%?|[%#:=<>/\[\]()@!?*+-]")
 _HEX = re.compile(r"^[0-9a-f]{7,40}$")
-_VERSHAPE = re.compile(r"^v?\d+\.\d+")
+_VERSHAPE = re.compile(r"^(?:linux-|v)?\d+\.\d+")
 _NUM = re.compile(r"^[+-]?\d[\d.,]*$")
 
 
@@ -198,6 +198,8 @@ def _norm_version(s: str) -> str:
 
 VCAND = re.compile(r"(?<![\w.@/-])((?:linux-|v)?(\d{1,2})\.(\d{1,2})(?:\.\d{1,3}){0,2}(?:-rc\d{1,2})?)"
                    r"((?:[-.+~][\w+~]+)*)", re.I)
+# what follows a version but is not part of it: a file name ("5.1.2.dtb", "4.19.config")
+_NOT_VERSION_SUFFIX = re.compile(r"^\.(?:dtb|dts|c|h|S|o|ko|patch|diff|config|txt|log|tar|gz|xz|bz2|img|deb|rpm)\b", re.I)
 NEXT_CAND = re.compile(r"(?<![\w.-])(next-\d{8})(?![\w])")
 
 
@@ -205,7 +207,7 @@ def version_candidates(ex) -> list[Candidate]:
     found: dict[str, Candidate] = {}
 
     def add(value: str, s: int, e: int, subj: bool, tag: str):
-        value = value.rstrip(".-+~")
+        value = value.rstrip(".-~")
         if not value:
             return
         key = _norm_version(value)
@@ -222,10 +224,14 @@ def version_candidates(ex) -> list[Candidate]:
             tail = text[m.end():m.end() + 1]
             if tail.isdigit():
                 continue
-            add(base, m.start(1), m.end(1), subj, "shape:base")
-            if suffix:
-                # distro and vendor builds: 6.1.0-56-amd64, 5.14.0-427.el9, 4.14.x-amzn2, 3.18-at91
-                add(base + suffix, m.start(1), m.end(4), subj, "shape:suffixed")
+            end = m.end(4) if suffix else m.end(1)
+            if text[end:end + 1] == "+" and not text[end + 1:end + 2].isalnum():
+                suffix, end = suffix + "+", end + 1  # "3.7.0-rc8+": a tree with local changes
+            if suffix and not _NOT_VERSION_SUFFIX.match(suffix):
+                # distro and vendor builds as written: 6.1.0-56-amd64, 5.14.0-427.el9, 2.6.28-rc2-git1
+                add(base + suffix, m.start(1), end, subj, "shape:suffixed")
+            else:
+                add(base, m.start(1), m.end(1), subj, "shape:base")
         for m in NEXT_CAND.finditer(text):
             add(m.group(1), m.start(1), m.end(1), subj, "shape:next")
     return list(found.values())
@@ -323,6 +329,17 @@ def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
         if rule_culprit is not None and g is rule_culprit:
             c.feats.add("rule_culprit")
         out.append(c)
+    # order in the author's text: a later verdict ("... is the real bad commit") often revises
+    # an earlier one
+    last = {c.norm: max((s for s, _, subj in c.spans if not subj), default=-1) for c in out}
+    if len([v for v in last.values() if v >= 0]) > 1:
+        latest = max(last, key=lambda k: last[k])
+        earliest = min((k for k in last if last[k] >= 0), key=lambda k: last[k])
+        for c in out:
+            if c.norm == latest:
+                c.feats.add("pos:latest")
+            if c.norm == earliest:
+                c.feats.add("pos:earliest")
     return out
 
 
@@ -339,6 +356,59 @@ def commit_range_candidates(ctx) -> list[Candidate]:
         if g is not None:
             c.feats.add(f"role={g.role}")
         out.append(c)
+    return out
+
+
+# CPU strings as written: brand models, bare models, microarchitecture code names, cores, SoCs
+CPU_CANDIDATES = [re.compile(p) for p in [
+    r"model name\s*:\s*([^\n]{4,80})",
+    r"((?:Genuine)?Intel\(R\)[^\n,;]{0,60}?(?:CPU|Processor)?\s*@\s*\d+(?:\.\d+)?\s*GHz)",
+    r"\b((?:Intel|AMD)(?:\(R\))?\s+(?:Core|Xeon|Pentium|Celeron|Atom|EPYC|Ryzen|Opteron|Athlon|Phenom|"
+    r"Threadripper|Turion|Sempron)(?:\(\w+\))?(?:\s+[\w+-]+){0,4})",
+    r"\b((?:Xeon|Pentium|Celeron|Atom|EPYC|Ryzen|Opteron|Athlon|Phenom|Threadripper|Core\s+2)(?:\s+[\w+-]*\d[\w+-]*){1,3})",
+    r"\b(i[3579]-\d{3,5}[A-Z]{0,3}\d?)\b",
+    r"\b((?:Sandy|Ivy)\s+Bridge(?:-\w+)?|Haswell(?:-\w+)?|Broadwell(?:-\w+)?|Skylake(?:-\w+)?|Kaby\s+Lake|"
+    r"Coffee\s+Lake|Comet\s+Lake|Cascade\s*Lake(?:-\w+)?|Cooper\s+Lake|Ice\s*Lake(?:-\w+)?|Tiger\s+Lake|"
+    r"Alder\s+Lake|Raptor\s+Lake|Meteor\s+Lake|Lunar\s+Lake|Arrow\s+Lake|Sapphire\s+Rapids|Emerald\s+Rapids|"
+    r"Granite\s+Rapids|Sierra\s+Forest|Nehalem(?:-\w+)?|Westmere(?:-\w+)?|Clearwater\s+Forest|"
+    r"Zen\s?[1-5]\+?|Naples|Rome|Milan(?:-X)?|Genoa(?:-X)?|Bergamo|Turin|Siena)\b",
+    r"\b((?:IVB|HSW|BDW|SKL|CLX|ICX|SPR|EMR|GNR|SRF)-(?:EP|EX|SP|D|H|AP)\w*)\b",
+    r"\b(Cortex-[AMRX]\d{1,3}\w*|Neoverse[- ][NVE]\d\w*|Graviton\s?\d?|Ampere\s+(?:Altra(?:\s+Max)?|One)|"
+    r"ThunderX\d?|Kunpeng\s?\d+|Apple\s+M[1-4](?:\s+(?:Pro|Max|Ultra))?|Snapdragon\s+\w+|"
+    r"POWER\s?(?:[4-9]|10|11)\w*|PPC ?970\w*|[Pp]ower[Pp][Cc]\s+\w*\d\w*|(?:MPC|PPC)\d{3,4}\w*|"
+    r"e(?:300|500|5500|6500)(?:mc|v2)?|G[345]\b)",
+    r"\b((?:BCM|RK|MT|SM|SDM|MSM|APQ|Exynos\s?|Tegra\s?|i\.MX\s?|AM|OMAP\s?|JH|SG|A|H)\d{1,4}[\w+-]*)",
+    r"\b(Pentium\s+(?:\d{2,3}|[IVX]+|Pro|M|D|4)(?:\s+\d+\s?MHz)?|386|486(?:DX\d?|SX)?|K6(?:-\w+)?)\b",
+]]
+
+
+def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
+    found: dict[str, Candidate] = {}
+    for subj, text in ((True, ex.subject or ""), (False, ex.clean[:20000])):
+        for i, rx in enumerate(CPU_CANDIDATES):
+            for m in rx.finditer(text):
+                v = " ".join(m.group(1).split()).strip(" ,.;:()")
+                if len(v) < 2 or len(v) > 90:
+                    continue
+                c = found.setdefault(v.lower(), Candidate(v, [], set(), v.lower()))
+                c.spans.append((m.start(1), m.end(1), subj))
+                c.feats.add(f"cpat:{i}")
+    if rule_cpu and rule_cpu.lower() not in found:
+        idx = ex.clean.find(rule_cpu)
+        found[rule_cpu.lower()] = Candidate(rule_cpu, [(idx, idx + len(rule_cpu), idx < 0)], {"rule_only"},
+                                            rule_cpu.lower())
+    out = list(found.values())
+    for c in out:
+        for s, e, subj in c.spans[:4]:
+            if s >= 0:
+                c.feats |= _context(ex, s, e, subj)
+        c.feats.add(f"count={min(len(c.spans), 3)}")
+        c.feats.add(f"ncpus={min(len(out), 4)}")
+        c.feats.add(f"cpulen={min(len(c.value.split()), 6)}")
+        if rule_cpu and c.norm == rule_cpu.lower():
+            c.feats.add("rule_cpu")
+        if ex.is_robot:
+            c.feats.add("robot")
     return out
 
 
@@ -412,15 +482,22 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     vc += commit_range_candidates(ctx)
     add_rule_versions(ex, vc, c)
     version_features(ex, vc, c.good, c.bad)
-    for name in ("good", "bad"):
-        m = model.get(name)
-        best = _best(m, vc, exclude={_norm_version(out.good)} if name == "bad" and out.good else None)
+    g_best, b_best = choose_range(model.get("good"), model.get("bad"), vc)
+    for name, best in (("good", g_best), ("bad", b_best)):
         if best is not None:
             setattr(out, name, best.value)
             facts.append(_fact_for(ex, name, best.value, best))
+    # cpu: a ranker over CPU strings
+    cpu_m = model.get("cpu")
+    if cpu_m is not None:
+        best = _best(cpu_m, cpu_candidates(ex, c.hardware.get("cpu")))
+        out.hardware["cpu"] = best.value if best is not None else None
+        facts = [f for f in facts if f.field != "cpu"]
+        if best is not None:
+            facts.append(_fact_for(ex, "cpu", best.value, best))
     # gated fields
     for name in GATED_FIELDS:
-        if name == "arch":
+        if name == "arch" or (name == "cpu" and cpu_m is not None):
             continue
         value = normalise_value(name, c.field_value(name))
         if value is None:
@@ -482,6 +559,39 @@ def _set_field(out: Claim, name: str, value) -> None:
         setattr(out, name, value)
 
 
+def choose_range(gm: Linear | None, bm: Linear | None, cands: list[Candidate]):
+    """The last good and first bad ends, decided together: two different candidates, and
+    when both are release versions the good one is the older (a range is never backwards)."""
+    if gm is None or bm is None or not cands:
+        return None, None
+    pg = [gm.prob(c.feats) for c in cands]
+    pb = [bm.prob(c.feats) for c in cands]
+    top_g = sorted(range(len(cands)), key=lambda i: -pg[i])[:6]
+    top_b = sorted(range(len(cands)), key=lambda i: -pb[i])[:6]
+    options = [(pg[i] * pb[j], i, j) for i in top_g for j in top_b
+               if i != j and cands[i].norm != cands[j].norm and pg[i] >= gm.threshold and pb[j] >= bm.threshold
+               and _ordered(cands[i], cands[j])]
+    if options:
+        _, i, j = max(options, key=lambda t: (t[0], -t[1], -t[2]))
+        return cands[i], cands[j]
+    # no consistent pair: the single end the model is surest of
+    i, j = top_g[0], top_b[0]
+    if pb[j] >= bm.threshold and pb[j] >= pg[i]:
+        return None, cands[j]
+    if pg[i] >= gm.threshold:
+        return cands[i], None
+    return None, (cands[j] if pb[j] >= bm.threshold else None)
+
+
+def _ordered(good: Candidate, bad: Candidate) -> bool:
+    if _HEX.match(good.norm) or _HEX.match(bad.norm):
+        return True
+    try:
+        return _vkey(good.value) < _vkey(bad.value)
+    except ValueError:
+        return True
+
+
 def _best(m: Linear | None, cands: list[Candidate], exclude: set[str] | None = None) -> Candidate | None:
     if m is None or not cands:
         return None
@@ -496,7 +606,10 @@ def _fact_for(ex, name: str, value, cand: Candidate) -> Fact:
     body_spans = [s for s in cand.spans if not s[2]]
     if not body_spans:
         return Fact(name, value, "Subject: " + (ex.subject or ""), -1, -1, 0)
-    s, e, _ = min(body_spans, key=lambda t: (ex.mt.depth_at(t[0]), t[0]))
+    # the mention written as the value (a short id may stand for the full one elsewhere), in
+    # the least quoted text, first
+    low = str(value).lower()
+    s, e, _ = min(body_spans, key=lambda t: (ex.clean[t[0]:t[1]].lower() != low, ex.mt.depth_at(t[0]), t[0]))
     return _fact_span(ex, name, value, (s, e))
 
 
@@ -507,7 +620,11 @@ def _fact_span(ex, name: str, value, span) -> Fact:
     if s < 0:
         return Fact(name, value, "Subject: " + (ex.subject or ""), -1, -1, 0)
     bs, be = ex.mt.to_body(s), ex.mt.to_body(max(s, e - 1)) + 1
-    return Fact(name, value, ex.mt.sentence_of(s), bs, be, ex.mt.depth_at(s))
+    sentence = ex.mt.sentence_of(s)
+    last = ex.mt.sentence_of(max(s, e - 1))
+    if last != sentence:  # a value wrapped across two lines or sentences: both
+        sentence = sentence + "\n" + last
+    return Fact(name, value, sentence, bs, be, ex.mt.depth_at(s))
 
 
 # ------------------------------------------------------------------------------ training view
@@ -516,7 +633,7 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     """Feature sets with their 0/1 targets, per model, for one labelled message
     (used by ``bench/train_model.py``; the same feature code as ``decide``)."""
     ex, c = ctx.ex, ctx.rule_claim
-    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad"] +
+    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "cpu"] +
                             ["gate_" + f for f in GATED_FIELDS]}
     msg = message_features(ctx)
     pos = bool(label.get("is_regression"))
@@ -540,6 +657,9 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
             hit = bool(gold) and (cand.norm == gold or (_HEX.match(gold) is not None and len(cand.norm) >= 7 and (
                 cand.norm.startswith(gold) or gold.startswith(cand.norm))))
             out[name].append((cand.feats, int(hit)))
+    gold_cpu = label.get("cpu")
+    out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
+                  for cc in cpu_candidates(ex, c.hardware.get("cpu"))]
     for name in GATED_FIELDS:
         value = normalise_value(name, c.field_value(name))
         if name == "arch" and value is None:
