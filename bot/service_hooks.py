@@ -156,7 +156,7 @@ class LabActions:
         from bot.lab.scheduler import SchedulerError, schedule_rerun
 
         try:
-            schedule_rerun(self.store, self.config, rid)
+            schedule_rerun(self.store, self.config, rid, requested_by=f"chat {actor}")
         except SchedulerError as exc:
             log.info("chat rerun refused", extra={"record": rid, "actor": actor, "reason": str(exc)})
             return False
@@ -165,12 +165,13 @@ class LabActions:
 
 # -- notifications -----------------------------------------------------------------------------------
 def is_backfill(store, event, max_age_hours: float, now: datetime | None = None) -> bool:
-    """True when the mail behind ``event`` is older than ``[notify] max_age_hours``: history
+    """True when the mail behind ``event`` was received more than ``max_age_hours`` ago: history
     being ingested (a backfill from git epochs, a first poll of a busy inbox) is tracked but not
-    announced in chat as if it were new."""
-    from bot.events import event_mail_date
+    announced, answered nor rerun as if it were new.  The age is the received time
+    (bot.trust.received_time), never the mail's own ``Date:``, which its sender writes."""
+    from bot.events import event_mail_received
 
-    date = event_mail_date(store, event)
+    date = event_mail_received(store, event)
     if date is None:
         return False
     if date.tzinfo is None:

@@ -66,7 +66,9 @@ class TrustSettings:
     def from_config(cls, config) -> "TrustSettings":
         if config is None:
             return cls()
-        t = config.section("trust")
+        t = config.get("trust", {}) if isinstance(config, dict) else config.section("trust")
+        if not isinstance(t, dict):
+            raise TrustError("[trust] must be a table")
         return cls(trusted_senders=_addr_patterns(t.get("trusted_senders", []), "trusted_senders"),
                    robot_senders=_addr_patterns(t.get("robot_senders", list(DEFAULT_ROBOTS)), "robot_senders"))
 
