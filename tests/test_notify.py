@@ -667,3 +667,22 @@ def test_irc_sasl_nickserv_flood_and_no_secrets_in_logs(monkeypatch, caplog):
     assert took >= 0.4
     for secret in ("sasl-Secret-pw", "nickserv-Secret-pw", "AGJvdGFjY3QAc2FzbC1TZWNyZXQtcHc="):
         assert secret not in caplog.text
+
+
+def test_chat_rate_limit_survives_nick_changes(store):
+    from bot.notify.responder import ChatResponder, rate_key
+
+    assert rate_key("irc", "joe!~joe@host.example") == rate_key("irc", "Joe_2!~anything@HOST.example") == "host.example"
+    assert rate_key("irc", "joe!joe@host.example") == "joe@host.example" != rate_key("irc", "x!ann@host.example")
+    assert rate_key("matrix", "@joe:x.org") == "@joe:x.org"
+    s = load_settings({"chat": {"user_burst": 2, "user_rate": 0.001, "channel_burst": 50}})
+    r = ChatResponder(store, s)
+    ask = lambda nick, **kw: asyncio.run(r(incoming("!regtriage help", sender=nick, **kw)))  # noqa: E731
+    assert ask("joe", sender_id="joe!~joe@host.example") and ask("joe1", sender_id="joe1!~joe@host.example")
+    for i in range(5):  # rotating the nick (and the unverified ident) does not refill the bucket
+        assert ask(f"joe{i + 2}", sender_id=f"joe{i + 2}!~j{i}@host.example") is None
+    assert ask("ann", sender_id="ann!~ann@other.example")  # another host has its own bucket
+    # private messages: the "channel" is the person, not the nick
+    for i in range(3):
+        ask(f"p{i}", sender_id=f"p{i}!~p@pm.example", channel=f"p{i}")
+    assert r.limiter.refused >= 6
