@@ -69,6 +69,13 @@ def render_payload(spec: TargetSpec, event: str, e: dict[str, Any], settings: No
     return {"text": plain, "html": html}
 
 
+def timed_out(doing: str, adapter) -> str:
+    """"timed out connecting", with the real cause when the adapter knows it (a refused nick,
+    a failed login, a closed connection ...)."""
+    cause = getattr(adapter, "problem", None) or getattr(adapter, "last_error", None)
+    return f"timed out {doing}: {cause}" if cause else f"timed out {doing} (no answer from the server)"
+
+
 # -- enqueue ---------------------------------------------------------------------------------------
 _instances: dict[str, str] = {}
 
@@ -349,7 +356,8 @@ class Deliverer:
         try:
             adapter = await asyncio.wait_for(self._adapter(kind, account), self.s.send_timeout + 5)
         except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-            err = describe(exc) if not isinstance(exc, asyncio.TimeoutError) else "timed out connecting"
+            err = describe(exc) if not isinstance(exc, asyncio.TimeoutError) else \
+                timed_out("connecting", self.adapters.get((kind, account)))
             permanent = isinstance(exc, PermanentError)
             for row in rows:
                 if self._claim(row["id"], now):
@@ -383,7 +391,7 @@ class Deliverer:
             try:
                 sent = await asyncio.wait_for(adapter.send(spec.dest, msg), self.s.send_timeout)
             except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                err = "timed out sending" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+                err = timed_out("sending", adapter) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
                 permanent = isinstance(exc, PermanentError)
                 state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
                 stats["failed" if state == "failed" else "retry"] += 1
@@ -430,7 +438,7 @@ async def send_test(settings: NotifySettings, *, adapter_factory: Callable[[Any]
             try:
                 await asyncio.wait_for(a.start(wait=True, timeout=settings.send_timeout), settings.send_timeout + 5)
             except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                err = "timed out connecting" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+                err = timed_out("connecting", a) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
                 return [{"target": t.name, "ok": False, "error": err} for t in specs]
             for t in specs:
                 if t.kind == "irc":
@@ -442,7 +450,7 @@ async def send_test(settings: NotifySettings, *, adapter_factory: Callable[[Any]
                     await asyncio.wait_for(a.send(t.dest, msg), settings.send_timeout)
                     out.append({"target": t.name, "ok": True, "error": None})
                 except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                    err = "timed out sending" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+                    err = timed_out("sending", a) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
                     out.append({"target": t.name, "ok": False, "error": err})
             return out
         finally:
