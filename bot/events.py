@@ -55,13 +55,13 @@ def event_for(field: str, old: str | None, new: str | None) -> str | None:
     return kind
 
 
-def pending_events(store, limit: int = 500) -> tuple[list[Event], int]:
-    """Events after the cursor (oldest first) and the history id they reach."""
+def pending_events(store, limit: int = 500, *, after: int | None = None) -> tuple[list[Event], int]:
+    """Events after the cursor (or history id ``after``), oldest first, and the history id they reach."""
     from sqlalchemy import select
 
     from storage.tracker_schema import regression_history as h
 
-    start = int((store.get_cursor(CURSOR_KEY) or {}).get("history_id", 0))
+    start = after if after is not None else int((store.get_cursor(CURSOR_KEY) or {}).get("history_id", 0))
     with store.engine.connect() as conn:
         rows = conn.execute(select(h.c.id, h.c.regression_id, h.c.field, h.c.old, h.c.new, h.c.note)
                             .where(h.c.id > start).order_by(h.c.id).limit(limit)).all()

@@ -11,9 +11,10 @@
 * ``[notify]`` with IRC servers or Matrix accounts: one connection per account is kept for the
   life of the process (listening for chat commands when ``[chat] enabled``); tracker events
   from the service's event stream are queued in the outbox and a ``notify`` loop delivers them.
-  An event caused by mail older than ``[notify] max_age_hours`` (a backfill) is not announced.
-  The event stream is the only source of notifications here, so nothing is queued twice
-  (``regtriage notify --send-pending``, run by hand, scans the tracker history instead).
+  Each transition is announced once per target (keyed by its history row), by the same rule as
+  ``regtriage notify --send-pending`` (bot.notify.outbox.announce): mail received more than
+  ``[notify] max_age_hours`` ago, old transitions and "new" events of records closed since are
+  stored as skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -185,20 +186,19 @@ def _install_notify(service, steps, scheduler) -> None:
     settings = load_settings(service.config)
     if not settings.accounts():
         return
-    from bot.notify.outbox import enqueue_event
+    from bot.notify.outbox import announce
     from bot.notify.service import NotifyService
 
     notify = NotifyService(service.store, settings,
                            actions=LabActions(service.store, service.config, scheduler is not None))
     def enqueue(event) -> None:
-        if is_backfill(service.store, event, settings.max_age_hours):
-            service.counters.inc("notify:skipped-old-mail")
-            return
-        try:
-            made = enqueue_event(service.store, event.kind, event.regression_id, settings=settings)
+        try:  # the same per-transition rule as `notify --send-pending` (bot.notify.outbox.announce)
+            out = announce(service.store, event, settings=settings)
         except KeyError:  # the record is gone
             return
-        service.counters.inc("notify:queued", sum(1 for m in made if m["created"]))
+        if out["skipped"]:
+            service.counters.inc("notify:skipped", out["skipped"])
+        service.counters.inc("notify:queued", out["queued"])
 
     started = asyncio.Event()
 
