@@ -77,6 +77,9 @@ class Group(click.Group):
 @click.pass_context
 def main(ctx, config_path, db_url, debug):
     """Regression triage bot for the Linux kernel mailing lists."""
+    from bot.textsafe import install
+
+    install()  # mail-derived text reaches the terminal with its control characters made visible
     ctx.obj = Context(config_path, db_url, debug)
 
 

@@ -55,13 +55,13 @@ def event_for(field: str, old: str | None, new: str | None) -> str | None:
     return kind
 
 
-def pending_events(store, limit: int = 500) -> tuple[list[Event], int]:
-    """Events after the cursor (oldest first) and the history id they reach."""
+def pending_events(store, limit: int = 500, *, after: int | None = None) -> tuple[list[Event], int]:
+    """Events after the cursor (or history id ``after``), oldest first, and the history id they reach."""
     from sqlalchemy import select
 
     from storage.tracker_schema import regression_history as h
 
-    start = int((store.get_cursor(CURSOR_KEY) or {}).get("history_id", 0))
+    start = after if after is not None else int((store.get_cursor(CURSOR_KEY) or {}).get("history_id", 0))
     with store.engine.connect() as conn:
         rows = conn.execute(select(h.c.id, h.c.regression_id, h.c.field, h.c.old, h.c.new, h.c.note)
                             .where(h.c.id > start).order_by(h.c.id).limit(limit)).all()
@@ -91,16 +91,16 @@ def consume_events(store, handler, limit: int = 500) -> int:
         total += len(events)
 
 
-def event_mail_date(store, event: Event):
-    """The Date: of the mail that caused ``event`` (its history row's message), or None for
-    events without one (lab verdicts, changes made by hand) or mail without a usable date."""
+def event_mail_received(store, event: Event):
+    """When the mail that caused ``event`` (its history row's message) was received
+    (:func:`bot.trust.received_time`: the list server's ``Received:``, else our ingest time --
+    never the sender's ``Date:``), or None for events without a stored mail (lab verdicts,
+    changes made by hand)."""
     from sqlalchemy import select
 
-    from storage.schema import messages as m
+    from bot.trust import mail_received_at
     from storage.tracker_schema import regression_history as h
 
     with store.engine.connect() as conn:
         mid = conn.execute(select(h.c.message_id).where(h.c.id == event.history_id)).scalar()
-        if not mid:
-            return None
-        return conn.execute(select(m.c.date).where(m.c.message_id == mid)).scalar()
+        return mail_received_at(conn, mid)

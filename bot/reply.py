@@ -24,7 +24,9 @@ The reply
   answers that message, which must be in the report's thread or related to the record.
 * ``In-Reply-To``: the answered message; ``References``: its References + its Message-ID,
   at most :data:`MAX_REFERENCES` ids (the thread root and the newest ones).
-* Reply-all: From of the answered message -> To; its To + Cc -> Cc.  Addresses are compared
+* Recipients: From of the answered message -> To; of its To + Cc only the mailing lists -> Cc
+  (``[mail] reply_to = "author+list"``, the default; ``"all"``: every address, reply-all).
+  Addresses are compared
   case-insensitively; the bot's own addresses and ``[mail] never_cc`` are removed; list
   addresses not on ``[mail] allowed_lists`` are DROPPED (not refused) and the reply says so
   in its notes -- a reply still reaches the people and the allowed lists.  ``--send`` refuses
@@ -152,6 +154,7 @@ class MailSettings:
     thread_window_hours: float = 24.0
     hourly_limit: int = 10
     max_recipients: int = 30
+    reply_to: str = "author+list"  # author+list | all
 
     @classmethod
     def from_config(cls, config) -> "MailSettings":
@@ -204,6 +207,9 @@ class MailSettings:
         for key in ("thread_limit", "hourly_limit", "max_recipients"):
             if get(key, int, 1) < 0:
                 raise ConfigError(f"{where}: {key} must not be negative")
+        reply_to = get("reply_to", str, "author+list")
+        if reply_to not in ("author+list", "all"):
+            raise ConfigError(f'{where}: reply_to must be "author+list" or "all"')
         return cls(
             from_name=clean_text(name) or "regtriage", from_addr=addr.lower(), msgid_domain=domain.lower(),
             envelope_from=envelope.lower(),
@@ -216,7 +222,8 @@ class MailSettings:
             list_domains=addr_list("list_domains", DEFAULT_LIST_DOMAINS), never_cc=addr_list("never_cc"),
             bot_addresses=addr_list("bot_addresses"),
             thread_limit=get("thread_limit", int, 1), thread_window_hours=get("thread_window_hours", float, 24.0),
-            hourly_limit=get("hourly_limit", int, 10), max_recipients=get("max_recipients", int, 30))
+            hourly_limit=get("hourly_limit", int, 10), max_recipients=get("max_recipients", int, 30),
+            reply_to=reply_to)
 
     @property
     def own_addresses(self) -> set[str]:
@@ -368,9 +375,12 @@ class Composed:
         return {"to": [a for _, a in self.to], "cc": [a for _, a in self.cc], "dropped": self.dropped}
 
 
-def recipients(answered: Answered, settings: MailSettings) -> tuple[list, list, list]:
-    """Reply-all: (to, cc, dropped).  From -> To, To + Cc -> Cc; deduplicated
-    case-insensitively; the bot and ``never_cc`` removed; lists not allow-listed dropped."""
+def recipients(answered: Answered, settings: MailSettings,
+               report_authors: Iterable[str] = ()) -> tuple[list, list, list]:
+    """(to, cc, dropped).  From -> To; of its To + Cc, with ``[mail] reply_to = "author+list"``
+    (the default) only the mailing lists -> Cc (the other addresses came from mail anyone can
+    forge; the report's author, ``report_authors``, stays), with ``"all"`` every address -> Cc.  Deduplicated case-insensitively; the bot and
+    ``never_cc`` removed; lists not allow-listed dropped."""
     own, never = settings.own_addresses, set(settings.never_cc)
     extra_lists = list_post_addresses(answered.list_post)
     seen: set[str] = set()
@@ -396,7 +406,20 @@ def recipients(answered: Answered, settings: MailSettings) -> tuple[list, list, 
         return kept
 
     to = take(parse_addresses(answered.from_))
-    cc = take(parse_addresses(answered.to + answered.cc))
+    others = parse_addresses(answered.to + answered.cc)
+    if settings.reply_to != "all":
+        kept_others = []
+        authors = {a.lower() for _, a in parse_addresses(report_authors)}
+        for name, addr in others:
+            low = addr.lower()
+            if (low in seen or low in own or low in authors or not valid_address(addr)
+                    or is_list(low, settings, extra_lists)):
+                kept_others.append((name, addr))
+            else:
+                seen.add(low)
+                dropped.append({"address": low, "reason": 'not the author nor a list ([mail] reply_to = "author+list")'})
+        others = kept_others
+    cc = take(others)
     if not to and cc:
         to = [cc.pop(0)]
     return to, cc, dropped
@@ -556,12 +579,12 @@ def _references(answered: Answered) -> list[str]:
 
 def compose(e: dict[str, Any], answered: Answered, settings: MailSettings, *, event_kind: str | None = None,
             report_subject: str | None = None, answers_report: bool = True, now: datetime | None = None,
-            message_id: str | None = None) -> Composed:
+            message_id: str | None = None, report_authors: Iterable[str] = ()) -> Composed:
     """The reply (pure: no I/O).  ``e``: the tracker entry; ``answered``: the message replied
     to; ``report_subject``: the report's subject (for ``#regzbot title``; default the
-    answered subject)."""
+    answered subject); ``report_authors``: the report's From (kept when another message is answered)."""
     kind, digest, key = event_of(e, event_kind)
-    to, cc, dropped = recipients(answered, settings)
+    to, cc, dropped = recipients(answered, settings, report_authors)
     notes = [f"dropped {d['address']}: {d['reason']}" for d in dropped]
     link = f"{settings.base_url}/regressions/{int(e['id'])}" if settings.base_url else None
     if link is None:
@@ -967,7 +990,8 @@ def run_reply(store, config, rid: int, *, mode: str = "dry-run", force: bool = F
     report = store.get_message(e["report"]["message_id"]) if e["report"].get("message_id") else None
     answered = answered_from_stored(msg)
     c = compose(e, answered, settings, event_kind=kind, report_subject=(report or msg).get("subject"),
-                answers_report=is_report, now=now)
+                answers_report=is_report, now=now,
+                report_authors=answered_from_stored(report).from_ if report is not None else ())
     thread_key = _thread_root(store, answered.message_id) or answered.message_id
     info = {"message_id": c.message_id, "to": [a for _, a in c.to], "cc": [a for _, a in c.cc],
             "dropped": c.dropped, "notes": list(c.notes)}

@@ -11,9 +11,10 @@
 * ``[notify]`` with IRC servers or Matrix accounts: one connection per account is kept for the
   life of the process (listening for chat commands when ``[chat] enabled``); tracker events
   from the service's event stream are queued in the outbox and a ``notify`` loop delivers them.
-  An event caused by mail older than ``[notify] max_age_hours`` (a backfill) is not announced.
-  The event stream is the only source of notifications here, so nothing is queued twice
-  (``regtriage notify --send-pending``, run by hand, scans the tracker history instead).
+  Each transition is announced once per target (keyed by its history row), by the same rule as
+  ``regtriage notify --send-pending`` (bot.notify.outbox.announce): mail received more than
+  ``[notify] max_age_hours`` ago, old transitions and "new" events of records closed since are
+  stored as skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ class LabActions:
         from bot.lab.scheduler import SchedulerError, schedule_rerun
 
         try:
-            schedule_rerun(self.store, self.config, rid)
+            schedule_rerun(self.store, self.config, rid, requested_by=f"chat {actor}")
         except SchedulerError as exc:
             log.info("chat rerun refused", extra={"record": rid, "actor": actor, "reason": str(exc)})
             return False
@@ -165,12 +166,13 @@ class LabActions:
 
 # -- notifications -----------------------------------------------------------------------------------
 def is_backfill(store, event, max_age_hours: float, now: datetime | None = None) -> bool:
-    """True when the mail behind ``event`` is older than ``[notify] max_age_hours``: history
+    """True when the mail behind ``event`` was received more than ``max_age_hours`` ago: history
     being ingested (a backfill from git epochs, a first poll of a busy inbox) is tracked but not
-    announced in chat as if it were new."""
-    from bot.events import event_mail_date
+    announced, answered nor rerun as if it were new.  The age is the received time
+    (bot.trust.received_time), never the mail's own ``Date:``, which its sender writes."""
+    from bot.events import event_mail_received
 
-    date = event_mail_date(store, event)
+    date = event_mail_received(store, event)
     if date is None:
         return False
     if date.tzinfo is None:
@@ -184,20 +186,19 @@ def _install_notify(service, steps, scheduler) -> None:
     settings = load_settings(service.config)
     if not settings.accounts():
         return
-    from bot.notify.outbox import enqueue_event
+    from bot.notify.outbox import announce
     from bot.notify.service import NotifyService
 
     notify = NotifyService(service.store, settings,
                            actions=LabActions(service.store, service.config, scheduler is not None))
     def enqueue(event) -> None:
-        if is_backfill(service.store, event, settings.max_age_hours):
-            service.counters.inc("notify:skipped-old-mail")
-            return
-        try:
-            made = enqueue_event(service.store, event.kind, event.regression_id, settings=settings)
+        try:  # the same per-transition rule as `notify --send-pending` (bot.notify.outbox.announce)
+            out = announce(service.store, event, settings=settings)
         except KeyError:  # the record is gone
             return
-        service.counters.inc("notify:queued", sum(1 for m in made if m["created"]))
+        if out["skipped"]:
+            service.counters.inc("notify:skipped", out["skipped"])
+        service.counters.inc("notify:queued", out["queued"])
 
     started = asyncio.Event()
 

@@ -33,6 +33,7 @@ from sqlalchemy import and_, func, insert, or_, select, update
 import storage.tracker_schema as ts
 from bot.mail import is_own_mail
 from bot.regzbot import RegzbotCommand, msgid_from_ref, parse_commands
+from bot.trust import TrustSettings
 from storage import schema
 from storage.store import Store, utcnow
 
@@ -183,12 +184,13 @@ def fields_from_claim(claim: dict[str, Any]) -> dict[str, Any]:
 class _Run:
     """One update_tracker transaction."""
 
-    def __init__(self, conn, trees=None) -> None:
+    def __init__(self, conn, trees=None, trust: TrustSettings | None = None) -> None:
         self.conn = conn
         self.trees = trees
+        self.trust = trust or TrustSettings()
         self.now = utcnow()
         self.stats = {"created": 0, "updated": 0, "commands_applied": 0, "commands_pending": 0,
-                      "commands_ignored": 0, "messages_linked": 0, "duplicates": 0}
+                      "commands_ignored": 0, "commands_refused": 0, "messages_linked": 0, "duplicates": 0}
         self.touched: set[int] = set()
         self.culprit_changed: set[int] = set()
 
@@ -483,7 +485,8 @@ class _Run:
                                               a.c.seq == cmd.seq).values(**vals))
         else:
             self.conn.execute(insert(a).values(message_id=msg_id, line_no=cmd.line_no, seq=cmd.seq, **vals))
-        key = {"applied": "commands_applied", "pending": "commands_pending"}.get(outcome, "commands_ignored")
+        key = {"applied": "commands_applied", "pending": "commands_pending",
+               "refused": "commands_refused"}.get(outcome, "commands_ignored")
         self.stats[key] += 1
 
     def run_commands(self, msg: dict[str, Any], commands: list[RegzbotCommand], *, retry: bool = False) -> None:
@@ -506,6 +509,14 @@ class _Run:
         if not cmd.known:
             return "unknown", rid, f"unknown regzbot command {cmd.name!r}"
         name = cmd.name
+        if not self.trust.may_command(name, actor):
+            # closing a record or making one rerunnable is for [trust] trusted_senders only
+            reason = (f"#regzbot {name} refused: the sender is not on [trust] trusted_senders "
+                      "(only they may close records or start lab work by mail)")
+            if rid is not None:
+                self.history(rid, "command-refused", None, f"#regzbot {name}: {cmd.args}"[:500], note=reason, **kw)
+                self.touched.add(rid)
+            return "refused", rid, reason
         if name == "introduced":
             return self.cmd_introduced(msg, cmd, rid)
         if name == "dup-of":
@@ -794,7 +805,7 @@ def update_tracker(store: Store, config=None, *, trees=None, fixes: bool = True)
         with store.engine.begin() as conn:
             c = schema.cursors
             state = conn.execute(select(c.c.value).where(c.c.key == CURSOR)).scalar() or {}
-            run = _Run(conn, trees)
+            run = _Run(conn, trees, TrustSettings.from_config(config))
             _lock(conn, CURSOR, state, run.now)
             # commands first: a report a human designated (#regzbot introduced ^) wins over the
             # thread root the extractor would pick; commands waiting for a record are retried below

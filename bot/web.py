@@ -240,8 +240,11 @@ def json_bytes(value: Any) -> bytes:
     """Strict JSON, UTF-8 (a lone surrogate from a broken mail header becomes U+FFFD)."""
     import json
 
+    from bot.textsafe import json_text
+
     text = json.dumps(json_safe(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=str)
-    return _SURROGATE.sub("\ufffd", text).encode("utf-8")
+    # controls and bidi overrides as \\uXXXX escapes: the same JSON, inert in a browser's raw view
+    return json_text(_SURROGATE.sub("\ufffd", text)).encode("utf-8")
 
 
 # -- formatting ------------------------------------------------------------------------------
@@ -340,14 +343,20 @@ def _env():
 
 
 def render(name: str, **ctx) -> str:
-    return _env().get_template(name).render(**ctx)
+    """A page; bidi embeddings/overrides/isolates/marks (only mail can bring them: the templates
+    have none) are written out as ``\\u202e`` text so they cannot reorder what the page shows."""
+    from bot.textsafe import neutralise_bidi
+
+    return neutralise_bidi(_env().get_template(name).render(**ctx))
 
 
 # -- feed --------------------------------------------------------------------------------------
 def _xml(value: Any) -> str:
     from bot.tracker_entry import clean_text
 
-    return _XML_BAD.sub("", clean_text(value))
+    from bot.textsafe import neutralise_bidi
+
+    return neutralise_bidi(_XML_BAD.sub("", clean_text(value)))
 
 
 def feed_events(store, size: int = FEED_SIZE) -> list[dict[str, Any]]:

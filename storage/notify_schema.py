@@ -11,7 +11,8 @@ is lost while a chat server is down or the bot restarts.
   INSERT that ignores the conflict).  The Matrix transaction id is derived from it, so a resend
   after a crash between "server accepted" and "marked sent" is deduplicated by the homeserver.
 * ``state``: ``queued`` (waiting or retrying), ``sent`` (the server accepted it; only then),
-  ``failed`` (given up: a permanent error, too many attempts, or too old).
+  ``failed`` (given up: a permanent error, too many attempts, or too old), ``skipped`` (never
+  sent: a backfill, an old change, a record closed since; ``last_error`` says which).
 * ``attempts``, ``next_attempt_at`` (exponential backoff), ``last_error`` (never a secret).
 * ``lease_until``: a deliverer claims a row for a short lease before sending, so two
   deliverers (a CLI pass and the service) never send the same row at the same time.
@@ -31,7 +32,7 @@ from storage.schema import metadata
 
 TZ = DateTime(timezone=True)
 
-STATES = ("queued", "sent", "failed")
+STATES = ("queued", "sent", "failed", "skipped")
 
 notifications = Table(
     "notifications", metadata,

@@ -992,3 +992,50 @@ def test_irc_tls_verified_with_the_servers_ca(ircd, tmp_path):
             asyncio.run(go(adapter()))
     finally:
         lis.close()
+
+
+def test_irc_nick_refused_falls_back_and_names_the_cause(ircd):
+    """ngircd's NICKLEN is 9: an over-long nick gets 432, a taken one 433.  The adapter tries the
+    configured alternatives, then the nick cut to fit; when nothing is left, `notify --test`'s
+    error names the server's answer (not "timeout")."""
+    from bot.notify.base import OutMessage
+    from bot.notify.irc import IrcAdapter, nick_candidates
+    from bot.notify.outbox import send_test
+    from bot.notify.settings import load_settings
+
+    def settings(**kw):
+        t = {"server": "127.0.0.1", "port": ircd.port, "tls": False, "channels": ["#nicks"], "connect_timeout": 5, **kw}
+        return load_settings({"notify": {"irc": [t], "send_timeout": 10}})
+
+    async def go(a, text):
+        try:
+            await a.start(timeout=10)
+            await a.send("#nicks", OutMessage(text=text))
+            return a.nick
+        finally:
+            await a.stop()
+
+    lis = IrcUser(ircd.port, "lis5")
+    lis.join("#nicks")
+    holders = []
+    try:
+        # over-long: 432, then the nick cut to the RFC's 9 characters
+        assert asyncio.run(go(IrcAdapter(settings(nick="regtriage-notifier").irc[0]), "cut")) == "regtriage"
+        assert lis.wait_for(lambda: lis.messages("#nicks", "regtriage")) == ["cut"]
+        # a configured alternative comes first
+        assert asyncio.run(go(IrcAdapter(settings(nick="regtriage-notifier", alt_nicks=["rtalt"]).irc[0]),
+                              "alt")) == "rtalt"
+        # taken: 433, then a suffix within the length
+        holders.append(IrcUser(ircd.port, "rtbusy"))
+        assert asyncio.run(go(IrcAdapter(settings(nick="rtbusy").irc[0]), "busy")) == "rtbusy_"
+        # every candidate taken: the test message fails naming 433, not a timeout
+        for n in nick_candidates("rtbusy")[1:]:
+            holders.append(IrcUser(ircd.port, n))
+        res = asyncio.run(send_test(settings(nick="rtbusy")))
+        assert res and not res[0]["ok"]
+        err = res[0]["error"]
+        assert "433" in err and "nickname in use" in err and "no usable nick" in err and "timeout" not in err, err
+    finally:
+        lis.close()
+        for h in holders:
+            h.close()

@@ -42,6 +42,7 @@ from bot.service import Service
 from bot.service_hooks import reply_policy
 from bot.sources.lore import LoreSettings
 from bot.triage import open_trees
+from bot.trust import TrustSettings
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "deploy" / "regtriage.toml"
@@ -187,6 +188,7 @@ def run_loaders(cfg: Config) -> dict:
         "replies": reply_policy(cfg),
         "service": Service(None, cfg, web=False),
         "notify": notify_settings.load_settings(cfg),
+        "trust": TrustSettings.from_config(cfg),
     }
     if cfg.section("mail"):
         out["mail"] = MailSettings.from_config(cfg)
@@ -253,6 +255,7 @@ def read_keys(monkeypatch, cli) -> set[tuple[str, str]]:
     assert {f.name for f in dataclasses.fields(notify_settings.NotifySettings)} \
         - {"irc", "matrix", "routes", "chat", "base_url", "_targets"} <= seen("notify")
     assert {f.name for f in dataclasses.fields(LoreSettings)} - {"seen_window"} <= seen("lore")  # not configurable
+    assert {f.name for f in dataclasses.fields(TrustSettings)} <= seen("trust")
     assert {"base_url"} <= seen("web") and {"db"} <= seen("storage") and {"repos"} <= seen("kernel")
     # 2. declarative lists of the lab
     from bot.kernel_tree import TreeSpec

@@ -229,11 +229,29 @@ def addrs(msg, name):
 
 
 # -- end to end ----------------------------------------------------------------------------------------
+def test_default_reply_goes_to_the_author_and_the_lists_only(store, tmp_path):
+    from bot.config import load
+    from bot.reply import run_reply
+
+    build(store, A1, A2)
+    rid = rid_of(store, "reg-a1@example.org")
+    out = run_reply(store, load(str(write_config(tmp_path / "regtriage.toml")), store.url), rid, mode="stdout")
+    assert out.ok, out.message
+    assert out.to == ["perf@example.org"] and out.cc == ["linux-mm@kvack.org"]
+    why = {d["address"]: d["reason"] for d in out.dropped}
+    assert why["akpm@linux-foundation.org"] == why["joro@8bytes.example"] == \
+        'not the author nor a list ([mail] reply_to = "author+list")'
+    assert "mailing list not on [mail] allowed_lists" in why["linux-kernel@vger.kernel.org"]
+    with pytest.raises(Exception, match="reply_to"):
+        load(str(write_config(tmp_path / "bad.toml", reply_to="everyone")), store.url) and \
+            run_reply(store, load(str(tmp_path / "bad.toml"), store.url), rid, mode="stdout")
+
+
 def test_send_reply_through_smtp(store, db_url, cli, tmp_path, smtpd):
     build(store, A1, A2)
     rid = rid_of(store, "reg-a1@example.org")
     port, sink = smtpd()
-    write_config(tmp_path / "regtriage.toml", port)
+    write_config(tmp_path / "regtriage.toml", port, reply_to="all")  # reply-all (the default: test below)
 
     r = cli("reply", rid, "--send", db=db_url)
     assert r.exit_code == 0, r.output
@@ -437,7 +455,7 @@ def test_hostile_headers_add_no_header(store, cli, tmp_path, smtpd):
     build(store, evil)
     rid = rid_of(store, "evil-1@example.org")
     port, sink = smtpd()
-    write_config(tmp_path / "regtriage.toml", port)
+    write_config(tmp_path / "regtriage.toml", port, reply_to="all")  # every address parsed into the reply
     r = cli("reply", rid, "--send", db=store.url)
     assert r.exit_code == 0, r.output
     got = sink.messages[0]

@@ -13,7 +13,21 @@ import pytest
 from sqlalchemy import func, select
 
 import storage.tracker_schema as ts
-from bot.tracker import get_record, set_status, update_tracker
+from bot.config import Config
+from bot.tracker import get_record, set_status
+from bot.tracker import update_tracker as _update_tracker
+
+TRUST_ALL = {"trust": {"trusted_senders": ["*"]}}
+
+
+def update_tracker(store, config=None, **kw):
+    """These tests are about what commands mean: every sender is trusted here (tests/test_trust.py
+    tests the allow-list)."""
+    if config is None:
+        config = Config(home=Path("/nonexistent"), db_url=store.url, data=TRUST_ALL)
+    else:
+        config.data.setdefault("trust", TRUST_ALL["trust"])
+    return _update_tracker(store, config, **kw)
 
 CULPRIT = "54a6eb5c4765aa573a030ceeba2c14e3d2ea5706"
 
@@ -437,7 +451,10 @@ def test_track_cli_show_record_and_markdown(store, db_url, home):
     register(main)
     ingest(store, A1, A2, C1, C2)
     runner = CliRunner()
-    res = runner.invoke(main, ["--db", db_url, "track", "--json"], catch_exceptions=False)
+    home.mkdir(parents=True, exist_ok=True)
+    conf = home / "trusting.toml"
+    conf.write_text('[trust]\ntrusted_senders = ["regressions@leemhuis.info"]\n')
+    res = runner.invoke(main, ["--db", db_url, "--config", str(conf), "track", "--json"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["created"] == 2
     res = runner.invoke(main, ["--db", db_url, "track"], catch_exceptions=False)

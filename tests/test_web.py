@@ -112,7 +112,13 @@ def build_db(url: str) -> dict[str, int]:
     ing.flush()
     ing.close()
     triage_pending(store)
-    update_tracker(store)
+    from pathlib import Path
+
+    from bot.config import Config
+
+    # the regressions list's #regzbot commands are honoured: he is on the allow-list
+    update_tracker(store, Config(home=Path("/nonexistent"), db_url=url,
+                                 data={"trust": {"trusted_senders": ["regressions@leemhuis.info"]}}))
     r = ts.regressions
     with store.engine.connect() as conn:
         by_report = dict(conn.execute(select(r.c.report_message_id, r.c.id)).all())

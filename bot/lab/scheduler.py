@@ -250,11 +250,49 @@ def _insert_job(store, values: dict, event: str) -> dict:
     return get_job(store, jid)
 
 
+DEFAULT_DAILY_BUDGET_MINUTES = 480
+
+
+def daily_budget_minutes(config: Any) -> float:
+    """``[lab] daily_budget_minutes``: lab time the bot may start on its own (auto reruns) or on
+    chat requests in any 24 hours, default 480; 0: none."""
+    v = lab_section(config).get("daily_budget_minutes", DEFAULT_DAILY_BUDGET_MINUTES)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 7 * 24 * 60:
+        raise SchedulerError("[lab] daily_budget_minutes must be a number of minutes, 0..10080")
+    return float(v)
+
+
+def job_minutes(job: dict[str, Any], now: datetime) -> float:
+    """Lab time a job costs: what it ran when it has finished, its whole time-out while it is
+    queued or running (a reservation), nothing when it never ran."""
+    started, finished = _aware(job.get("started_at")), _aware(job.get("finished_at"))
+    if job.get("state") in ("declined", "waiting") or (finished is not None and started is None):
+        return 0.0
+    if started is not None and finished is not None:
+        return max(0.0, (finished - started).total_seconds() / 60)
+    total = ((job.get("plan") or {}).get("timeouts") or {}).get("total_s") or 7200
+    if started is not None:  # running: what is left of its time-out counts, and what it ran
+        return max(float(total) / 60, (now - started).total_seconds() / 60)
+    return float(total) / 60
+
+
+def budget_used_minutes(store, now: datetime | None = None) -> float:
+    """Lab time of every job created in the last 24 hours (whoever asked for it)."""
+    now = now or utcnow()
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(J.c.state, J.c.plan, J.c.started_at, J.c.finished_at)
+                            .where(J.c.created_at > now - timedelta(hours=24))).mappings().all()
+    return sum(job_minutes(dict(r), now) for r in rows)
+
+
 def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, runs: int | None = None,
-                   dry_run: bool = False) -> dict[str, Any]:
+                   dry_run: bool = False, requested_by: str = "cli") -> dict[str, Any]:
     """Plan, match and store a rerun job for record ``rid``; returns the job (or, with
     ``dry_run``, ``{"plan", "match"}`` without storing anything).  Raises SchedulerError for
-    requests that cannot be made (unknown record, a job already active, unknown machine)."""
+    requests that cannot be made (unknown record, a job already active, unknown machine, or --
+    for ``requested_by`` other than ``"cli"``, i.e. the service's own policy and chat -- a run
+    that would take the last 24 hours' lab time past ``[lab] daily_budget_minutes``; that refusal
+    is noted in the record's history)."""
     from bot.lab.matching import match_record
     from bot.tracker import get_record, set_status
 
@@ -269,6 +307,7 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
     info = plan.to_dict()
     info["previous_status"] = rec["status"]
     info["named_machine"] = machine
+    info["requested_by"] = requested_by
     m = None
     if plan.ok:
         try:
@@ -301,6 +340,15 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
         verb = "waits for a machine" if state == "waiting" else "declined"
         _record_note(store, rid, state, f"rerun {verb} (job {job['id']}): {why}")
         return job
+    if requested_by != "cli":
+        budget, used = daily_budget_minutes(config), budget_used_minutes(store)
+        need = float(plan.timeouts.total_s) / 60
+        if used + need > budget:
+            why = (f"rerun not started ({requested_by}): the daily lab budget is spent ({used:.0f} of "
+                   f"[lab] daily_budget_minutes = {budget:g} used in the last 24 h; this run may take "
+                   f"{need:.0f} min)")
+            _record_note(store, rid, "over-budget", why)
+            raise SchedulerError(why)
     mach = get_machine(config, best.machine)
     spec = plan.run_spec(label=f"regtriage-{rid}")
     job = _insert_job(store, {"regression_id": rid, "state": "queued", "plan": info, "machine": mach.name,
@@ -349,10 +397,39 @@ def auto_schedule(store, config: Any, rid: int) -> dict[str, Any] | None:
     with store.engine.connect() as conn:
         if conn.execute(select(J.c.id).where(J.c.regression_id == rid).limit(1)).first() is not None:
             return None
+    refusal = _untrusted_report(store, config, rec)
+    if refusal:
+        _record_note(store, rid, "not-started", refusal)
+        return None
     try:
-        return schedule_rerun(store, config, rid)
+        return schedule_rerun(store, config, rid, requested_by="auto")
     except SchedulerError:
         return None
+
+
+def _untrusted_report(store, config: Any, rec: dict[str, Any]) -> str | None:
+    """Why the service must not rerun this record on its own, or None.  A report that reads like
+    a test robot's counts as one only from ``[trust] robot_senders``; with ``[lab]
+    auto_rerun_from = "trusted"`` the report must come from a robot or ``[trust] trusted_senders``."""
+    from extractors.patterns import ROBOT_MARK, ROBOT_SUBJECT
+    from bot.trust import TrustSettings, address_of
+
+    mode = lab_section(config).get("auto_rerun_from", "anyone")
+    if mode not in ("anyone", "trusted"):
+        raise SchedulerError('[lab] auto_rerun_from must be "anyone" or "trusted"')
+    trust = TrustSettings.from_config(config)
+    msg = store.get_message(rec["report_message_id"]) if rec.get("report_message_id") else None
+    sender = (msg or {}).get("from_addr") or ""
+    robot = trust.robot(sender)
+    if msg is not None and not robot:
+        text = (msg.get("body") or "")[:3000]
+        if ROBOT_SUBJECT.search(msg.get("subject") or "") or ROBOT_MARK.search(text):
+            return (f"reads like a test robot's report but {address_of(sender) or 'its sender'} is not on "
+                    "[trust] robot_senders: not rerun on its own")
+    if mode == "trusted" and not (robot or trust.trusted(sender)):
+        return (f"the report's sender {address_of(sender) or '(unknown)'} is neither on [trust] trusted_senders "
+                "nor robot_senders ([lab] auto_rerun_from = \"trusted\"): not rerun on its own")
+    return None
 
 
 def _scheduled_note(job: dict, score: int) -> str:

@@ -36,6 +36,19 @@ from bot.notify.settings import IrcSettings
 
 ilog = logging.getLogger("regtriage.notify.irc")
 
+RFC_NICKLEN = 9  # RFC 1459/2812's nick length: what a server that has not said its NICKLEN yet surely takes
+
+
+def nick_candidates(nick: str, alt_nicks: list[str] | tuple[str, ...] = (), nicklen: int | None = None) -> list[str]:
+    """Nicks to register with, in order: the configured one, the configured alternatives, then
+    the nick cut to the server's NICKLEN (RFC 1459's 9 before the server has said: ISUPPORT
+    comes after registration) and cut further to make room for ``_``, ``__``, ``1`` .. ``9``."""
+    n = max(1, int(nicklen or RFC_NICKLEN))
+    out = [nick, *alt_nicks, nick[:n]]
+    out += [nick[:n - len(sfx)] + sfx for sfx in ("_", "__", *(str(i) for i in range(1, 10)))]
+    return [x for x in dict.fromkeys(out) if x]
+
+
 PERMANENT_NUMERICS = {"401", "403", "405", "471", "473", "474", "475", "476"}
 SEND_ERRORS = {"401", "403", "404", "442", "477", "489"}
 JOIN_ERRORS = {"403", "405", "471", "473", "474", "475", "476", "477", "489"}
@@ -151,6 +164,12 @@ class _Client(_Base):
     async def on_disconnect(self, expected):
         self._adapter._on_disconnect(self)
 
+    async def on_raw_432(self, message):  # erroneous nickname (too long for the server, bad characters)
+        await self._adapter._nick_refused(self, "432", [str(p) for p in message.params])
+
+    async def on_raw_433(self, message):  # nickname in use
+        await self._adapter._nick_refused(self, "433", [str(p) for p in message.params])
+
     async def on_raw_376(self, message):  # end of MOTD; some servers send no 375 first
         if getattr(self, "motd", None) is None:
             self.motd = ""
@@ -211,6 +230,8 @@ class IrcAdapter:
         self._sasl_ok = False
         self._handlers: set[asyncio.Task] = set()
         self.last_error: str | None = None
+        self._problem: str | None = None  # what went wrong in the attempt under way (e.g. nick refused)
+        self._nicks: list[str] = []
         self._connecting = False
         self.connects = 0
 
@@ -218,6 +239,11 @@ class IrcAdapter:
     @property
     def connected(self) -> bool:
         return self._ready.is_set()
+
+    @property
+    def problem(self) -> str | None:
+        """The real cause of the current or last failure to connect, if known."""
+        return self._problem or self.last_error
 
     @property
     def nick(self) -> str:
@@ -252,7 +278,8 @@ class IrcAdapter:
             for w in waits:
                 w.cancel()
         if not self._ready.is_set():
-            raise TransientError(f"cannot connect to {self.s.server}:{self.s.port}: {self.last_error or 'timeout'}")
+            why = self._problem or self.last_error or f"no answer within {timeout:g} s"
+            raise TransientError(f"cannot connect to {self.s.server}:{self.s.port}: {why}")
 
     async def stop(self) -> None:
         self._stopping = True
@@ -360,18 +387,26 @@ class IrcAdapter:
         self._join_errors.clear()
         self._auth_error = None
         self._sasl_ok = False
+        self._problem = None
         nick = self.s.nick
-        client = _Client(self, nick, fallback_nicknames=[nick + "_", nick + "__"], username=self.s.username,
+        self._nicks = nick_candidates(nick, self.s.alt_nicks)[1:]  # what to try after a 432/433
+        client = _Client(self, nick, fallback_nicknames=[], username=self.s.username,
                          realname=self.s.realname, sasl_username=self.s.sasl_username,
                          sasl_password=secrets["sasl"])
         self._client = client
         await asyncio.wait_for(client.connect(self.s.server, self.s.port, tls=self.s.tls,
                                               tls_verify=self.s.tls_verify, password=secrets["server"]),
                                self.s.connect_timeout)
+        waits = [asyncio.ensure_future(self._registered.wait()), asyncio.ensure_future(self._disconnected.wait())]
         try:
-            await asyncio.wait_for(self._registered.wait(), self.s.connect_timeout)
-        except asyncio.TimeoutError:
-            raise TransientError("no welcome from the server (registration timed out)") from None
+            await asyncio.wait(waits, timeout=self.s.connect_timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+        if not self._registered.is_set():
+            raise TransientError(self._problem or ("the server closed the connection during registration"
+                                                   if self._disconnected.is_set()
+                                                   else "no welcome from the server (registration timed out)"))
         if self._auth_error:
             log.warning("irc %s: %s; continuing unauthenticated", self.name, self._auth_error)
         if secrets["nickserv"]:
@@ -413,6 +448,25 @@ class IrcAdapter:
             self._ready.clear()
             self._disconnected.set()
             self._fail_waiters(TransientError("connection lost"))
+
+    async def _nick_refused(self, client, code: str, params: list[str]) -> None:
+        """432/433 while registering: the next candidate nick (alt_nicks, then cut to fit), or,
+        when none is left, give up this attempt naming the server's answer."""
+        tried = params[1] if len(params) > 1 else "?"
+        text = params[-1] if len(params) > 2 else ""
+        what = "erroneous nickname (too long or invalid here)" if code == "432" else "nickname in use"
+        if client.registered:
+            log.warning("irc %s: nick change to %s refused: %s %s", self.name, tried, code, text)
+            return
+        self._problem = f"nick {tried!r} refused by the server: {code} {what}" + (f" ({text})" if text else "")
+        if self._nicks:
+            nxt = self._nicks.pop(0)
+            log.info("irc %s: %s; trying %s", self.name, self._problem, nxt)
+            await client.set_nickname(nxt)
+            return
+        self._problem = f"no usable nick: {self._problem}; set [[notify.irc]] alt_nicks"
+        log.warning("irc %s: %s", self.name, self._problem)
+        await client.disconnect(expected=False)
 
     def _on_pong(self, params: list) -> None:
         for p in params:

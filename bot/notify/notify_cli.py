@@ -32,7 +32,7 @@ def register(main: click.Group) -> None:
     @click.option("--ref", default="", help="With --enqueue: tells apart repeated events of one kind.")
     @click.option("--all", "ignore_schedule", is_flag=True, help="With --send-pending: also rows whose "
                   "retry time has not come yet.")
-    @click.option("--state", type=click.Choice(["queued", "sent", "failed"]), help="With --list: only these.")
+    @click.option("--state", type=click.Choice(["queued", "sent", "failed", "skipped"]), help="With --list: only these.")
     @click.option("--limit", default=50, show_default=True, help="With --list: at most this many rows.")
     @click.option("--json", "as_json", is_flag=True)
     @click.option("--config", "config_path", metavar="PATH", help="TOML config (same as regtriage --config).")
@@ -115,6 +115,10 @@ def register(main: click.Group) -> None:
             if as_json:
                 _dump(out)
             else:
+                if "tracker" in out:
+                    t = out["tracker"]
+                    click.echo(f"{t['events']} new tracker events: {t['queued']} queued, {t['skipped']} skipped "
+                               "(old mail, old changes or closed records: notify --list --state skipped)")
                 click.echo(f"{out['due']} due: {out['sent']} sent, {out['retry']} to retry, {out['failed']} failed, "
                            f"{out['waiting']} waiting for an earlier one, {out['expired']} expired")
                 for target, err in out["errors"].items():

@@ -4,8 +4,11 @@
    targets ([[notify.route]]), rendered, and stored as one ``queued`` row per target *before*
    anything is sent.  The idempotency key (event, record, ``ref``, target) is UNIQUE: the same
    event reported twice, by two processes or after a restart, is stored once.
-2. :func:`scan_tracker` -- optional source of events: status changes in the tracker history
-   since the last scan (cursor ``notify:tracker``); the first scan only sets the cursor.
+2. :func:`announce` -- one tracker transition (a history row) -> :func:`enqueue_event`, keyed
+   by the history row id, or ``skipped`` rows with the reason (old mail, old change, closed
+   record).  :func:`scan_tracker` (``notify --send-pending``) reads the transitions after its
+   cursor ``notify:tracker``; ``regtriage run`` gets them from its event stream.  Both cursors
+   start at the beginning of the history, so the two paths announce the same things.
 3. :class:`Deliverer` (async; a long-running service keeps one, with its adapters connected)
    and :func:`deliver_pending` (one synchronous pass, for the CLI): due rows in id order, each
    claimed with a short lease, sent, and marked ``sent`` only after the server accepted it.
@@ -69,6 +72,13 @@ def render_payload(spec: TargetSpec, event: str, e: dict[str, Any], settings: No
     return {"text": plain, "html": html}
 
 
+def timed_out(doing: str, adapter) -> str:
+    """"timed out connecting", with the real cause when the adapter knows it (a refused nick,
+    a failed login, a closed connection ...)."""
+    cause = getattr(adapter, "problem", None) or getattr(adapter, "last_error", None)
+    return f"timed out {doing}: {cause}" if cause else f"timed out {doing} (no answer from the server)"
+
+
 # -- enqueue ---------------------------------------------------------------------------------------
 _instances: dict[str, str] = {}
 
@@ -99,11 +109,13 @@ def instance_id(store) -> str:
 
 
 def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", settings: NotifySettings | None = None,
-                  now: datetime | None = None, entry: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                  now: datetime | None = None, entry: dict[str, Any] | None = None,
+                  skip_reason: str | None = None) -> list[dict[str, Any]]:
     """Queue ``event`` on record ``rid`` for every target its routes name.  Returns one dict
     per target: ``{"id", "target", "key", "created"}`` (``created`` False: it was already
     queued or sent).  ``ref`` tells apart repeated events of the same kind on one record
-    (e.g. the rerun id); by default an event is notified once per record and target."""
+    (the tracker's history row id for transitions); without it an event is notified once per
+    record and target.  ``skip_reason``: store the rows as ``skipped`` (never sent) with it."""
     from bot.tracker_entry import entry as load_entry
 
     s = _settings(config, settings)
@@ -127,8 +139,9 @@ def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", se
                     with conn.begin_nested():
                         res = conn.execute(insert(n).values(
                             key=key, event=event, regression_id=rid, ref=(ref or "")[:200], target=spec.name,
-                            target_kind=spec.kind, payload=payload, state="queued", attempts=0,
-                            next_attempt_at=now, created_at=now, updated_at=now))
+                            target_kind=spec.kind, payload=payload, state="skipped" if skip_reason else "queued",
+                            attempts=0, last_error=skip_reason, next_attempt_at=now, created_at=now,
+                            updated_at=now))
                     existing = res.inserted_primary_key[0]
                 except IntegrityError:  # another process queued it at the same moment
                     existing = conn.execute(select(n.c.id).where(n.c.key == key)).scalar()
@@ -139,38 +152,74 @@ def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", se
     return out
 
 
-def scan_tracker(store, config=None, *, settings: NotifySettings | None = None) -> dict[str, int]:
-    """Status changes in the tracker history since the last scan -> :func:`enqueue_event`.
-    The first scan of a database only remembers where the history ends (no backlog)."""
+SUPERSEDED_BY_CLOSE = ("triaged", "rerun-scheduled")
+CLOSED_STATUSES = ("fixed", "resolved", "duplicate", "not-reproduced", "inconclusive")
+
+
+def announce(store, event, config=None, *, settings: NotifySettings | None = None,
+             now: datetime | None = None) -> dict[str, Any]:
+    """One tracker transition (:class:`bot.events.Event`) -> the outbox, once per transition and
+    target (the key holds the history row id: a record reaching the same status again is a new
+    announcement).  Used by ``regtriage run`` and ``notify --send-pending`` alike.  Not announced
+    but stored as ``skipped`` rows with the reason (never silently lost): an event caused by mail
+    *received* more than ``[notify] max_age_hours`` ago (a backfill; the mail's Date: is not
+    believed), a transition itself older than that (history from before the notifier ran), and
+    a "new regression" / "rerun scheduled" for a record that has since been closed.
+    Returns ``{"queued": n, "skipped": n, "reason": str | None}``."""
     import storage.tracker_schema as ts
+    from bot.service_hooks import is_backfill
 
     s = _settings(config, settings)
-    h = ts.regression_history
-    stats = {"events": 0, "queued": 0}
+    now = now or utcnow()
+    limit = timedelta(hours=s.max_age_hours)
     with store.engine.connect() as conn:
-        top = conn.execute(select(func.max(h.c.id))).scalar() or 0
+        at = _aware(conn.execute(select(ts.regression_history.c.at)
+                                 .where(ts.regression_history.c.id == event.history_id)).scalar())
+        status = conn.execute(select(ts.regressions.c.status)
+                              .where(ts.regressions.c.id == event.regression_id)).scalar()
+    reason = None
+    if status is None:
+        return {"queued": 0, "skipped": 0, "reason": "the record is gone"}
+    if is_backfill(store, event, s.max_age_hours, now=now):
+        reason = f"caused by mail received more than {s.max_age_hours:g} h ago (a backfill): tracked, not announced"
+    elif at is not None and now - at > limit:
+        reason = f"the change is older than {s.max_age_hours:g} h: tracked, not announced"
+    elif event.kind in SUPERSEDED_BY_CLOSE and status in CLOSED_STATUSES:
+        reason = f"the record has since been closed ({status}): not announced"
+    made = enqueue_event(store, event.kind, event.regression_id, settings=s, ref=f"history:{event.history_id}",
+                         now=now, skip_reason=reason)
+    n = sum(1 for m in made if m["created"])
+    return {"queued": 0 if reason else n, "skipped": n if reason else 0, "reason": reason}
+
+
+def scan_tracker(store, config=None, *, settings: NotifySettings | None = None) -> dict[str, int]:
+    """Tracker transitions since the last scan (cursor ``notify:tracker``) -> :func:`announce`.
+    The cursor starts at the beginning of the history, as the service's event cursor does: the
+    first scan of a database sees every transition, announces the recent ones and records the
+    old ones as skipped.  A few rows below the cursor are read again (rows committed out of id
+    order); announcing is idempotent per transition."""
+    from bot.events import pending_events
+
+    s = _settings(config, settings)
+    stats = {"events": 0, "queued": 0, "skipped": 0}
     state = store.get_cursor(CURSOR)
-    if not isinstance(state, dict) or "last_id" not in state:
-        store.set_cursor(CURSOR, {"last_id": top, "floor": top})
-        return stats
-    last = int(state["last_id"])
-    floor = int(state.get("floor") or 0)  # never re-read what was there before the first scan
-    with store.engine.connect() as conn:
-        rows = conn.execute(select(h.c.id, h.c.regression_id, h.c.new).where(
-            h.c.field == "status", h.c.id > max(floor, last - RESCAN), h.c.id <= top).order_by(h.c.id)).all()
-    seen: set[tuple[int, str]] = set()
-    for hid, rid, new in rows:
-        event = STATUS_EVENTS.get(new or "")
-        if event is None or (rid, event) in seen:
-            continue
-        seen.add((rid, event))
-        try:
-            made = enqueue_event(store, event, rid, settings=s)
-        except KeyError:
-            continue
-        stats["events"] += 1
-        stats["queued"] += sum(1 for m in made if m["created"])
-    store.set_cursor(CURSOR, {"last_id": max(last, top), "floor": floor})
+    last = int(state.get("last_id", 0)) if isinstance(state, dict) else 0
+    start = max(0, last - RESCAN)
+    while True:
+        events, reached = pending_events(store, after=start)
+        if reached == start:
+            break
+        for ev in events:
+            try:
+                out = announce(store, ev, settings=s)
+            except KeyError:
+                continue
+            stats["events"] += 1 if ev.history_id > last else 0
+            stats["queued"] += out["queued"]
+            stats["skipped"] += out["skipped"]
+        start = reached
+        last = max(last, reached)
+        store.set_cursor(CURSOR, {"last_id": last})
     return stats
 
 
@@ -349,7 +398,8 @@ class Deliverer:
         try:
             adapter = await asyncio.wait_for(self._adapter(kind, account), self.s.send_timeout + 5)
         except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-            err = describe(exc) if not isinstance(exc, asyncio.TimeoutError) else "timed out connecting"
+            err = describe(exc) if not isinstance(exc, asyncio.TimeoutError) else \
+                timed_out("connecting", self.adapters.get((kind, account)))
             permanent = isinstance(exc, PermanentError)
             for row in rows:
                 if self._claim(row["id"], now):
@@ -383,7 +433,7 @@ class Deliverer:
             try:
                 sent = await asyncio.wait_for(adapter.send(spec.dest, msg), self.s.send_timeout)
             except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                err = "timed out sending" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+                err = timed_out("sending", adapter) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
                 permanent = isinstance(exc, PermanentError)
                 state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
                 stats["failed" if state == "failed" else "retry"] += 1
@@ -430,7 +480,7 @@ async def send_test(settings: NotifySettings, *, adapter_factory: Callable[[Any]
             try:
                 await asyncio.wait_for(a.start(wait=True, timeout=settings.send_timeout), settings.send_timeout + 5)
             except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                err = "timed out connecting" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+                err = timed_out("connecting", a) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
                 return [{"target": t.name, "ok": False, "error": err} for t in specs]
             for t in specs:
                 if t.kind == "irc":
@@ -442,7 +492,7 @@ async def send_test(settings: NotifySettings, *, adapter_factory: Callable[[Any]
                     await asyncio.wait_for(a.send(t.dest, msg), settings.send_timeout)
                     out.append({"target": t.name, "ok": True, "error": None})
                 except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                    err = "timed out sending" if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+                    err = timed_out("sending", a) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
                     out.append({"target": t.name, "ok": False, "error": err})
             return out
         finally:

@@ -53,6 +53,20 @@ class TrackerActions:
         return set_status(self.store, rid, "rerun-scheduled", actor, "rerun requested from chat")
 
 
+def rate_key(network: str, sender_id: str | None) -> str:
+    """What a user's rate limit is keyed by: something a nick change cannot rotate.  Matrix: the
+    user id.  IRC: ``user@host`` of the hostmask; when the ident is unverified (``~user``, which
+    the client chooses freely) only the host."""
+    sid = (sender_id or "").strip()
+    if network != "irc":
+        return sid
+    _, bang, userhost = sid.partition("!")
+    if not bang or "@" not in userhost:
+        return sid.lower()
+    user, _, host = userhost.rpartition("@")
+    return host.lower() if user.startswith("~") or not user else f"{user}@{host}".lower()
+
+
 class ChatResponder:
     def __init__(self, store, settings: NotifySettings, actions: ChatActions | None = None, *,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -71,8 +85,10 @@ class ChatResponder:
         cmd = parse_command(msg.text, prefix=self.chat.prefix, names=msg.names)
         if cmd is None:
             return None
-        user_key = f"{msg.network}:{msg.account}:{msg.sender_id if msg.network == 'matrix' else msg.sender.lower()}"
-        chan_key = f"{msg.network}:{msg.account}:{msg.channel.lower()}"
+        who = rate_key(msg.network, msg.sender_id)
+        user_key = f"{msg.network}:{msg.account}:{who}"
+        # a private conversation is its own "channel": keyed by the same identity, not the nick
+        chan_key = f"{msg.network}:{msg.account}:{('query ' + who) if msg.private else msg.channel.lower()}"
         if not self.limiter.allow(user_key, chan_key):
             log.info("chat: rate limit: %s in %s", one_line(msg.sender), one_line(msg.channel))
             return None

@@ -133,6 +133,7 @@ class IrcSettings:
     reconnect_max: float = 300
     notice: bool = False
     tls_ca_file: str | None = None
+    alt_nicks: list[str] = field(default_factory=list)
     kind: str = "irc"
 
     @property
@@ -305,6 +306,10 @@ def _parse_irc(t: dict[str, Any], i: int) -> IrcSettings:
     nick = _get(t, "nick", str, "regtriage", where)
     if not _NICK.fullmatch(nick):
         raise ConfigError(f"{where}: nick {nick!r} is not a valid IRC nick")
+    alt_nicks = _str_list(t, "alt_nicks", where) if "alt_nicks" in t else []
+    for n in alt_nicks:
+        if not _NICK.fullmatch(n):
+            raise ConfigError(f"{where}: alt_nicks: {n!r} is not a valid IRC nick")
     channels = _str_list(t, "channels", where, required=True)
     for c in channels:
         if not _CHANNEL.fullmatch(c):
@@ -323,7 +328,8 @@ def _parse_irc(t: dict[str, Any], i: int) -> IrcSettings:
         connect_timeout=_positive(_get(t, "connect_timeout", float, 20.0, where), "connect_timeout", where),
         reconnect_min=_positive(_get(t, "reconnect_min", float, 2.0, where), "reconnect_min", where),
         reconnect_max=_positive(_get(t, "reconnect_max", float, 300.0, where), "reconnect_max", where),
-        notice=_get(t, "notice", bool, False, where), tls_ca_file=_get(t, "tls_ca_file", str, None, where))
+        notice=_get(t, "notice", bool, False, where), tls_ca_file=_get(t, "tls_ca_file", str, None, where),
+        alt_nicks=alt_nicks)
     if s.sasl_password and not s.sasl_username:
         s.sasl_username = nick
     if s.sasl_username and not s.sasl_password:
