@@ -320,7 +320,8 @@ def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
             c.spans.append((m.cstart, m.cend, m.in_subject))
             c.feats |= _context(ex, m.cstart, m.cend, m.in_subject)
         c.feats.add(f"role={g.role}")
-        c.feats.add(f"rscore={max(-3, min(6, int(g.score)))}")
+        c.feats.add(f"rscore={max(-3, min(8, int(g.score)))}")
+        c.feats |= {f"cue:{q}" for q in getattr(g, "cues", ())}
         c.feats.add(f"count={min(len(g.mentions), 3)}")
         c.feats.add(f"hexlen={min(len(g.hex), 13) // 4}")
         c.feats.add(f"ncommits={min(len(groups), 4)}")

@@ -42,6 +42,7 @@ class CommitGroup:
     subject: str | None = None
     first: int = 10**9
     best_evidence: tuple[int, int] | None = None  # clean span of the deciding cue
+    cues: set = field(default_factory=set)  # which cue patterns fired around its mentions
 
 
 WRAPPED_SHA = re.compile(r"(?<![\w/.-])([0-9a-f]{1,39})[ \t]*\n[ \t]*([0-9a-f]{1,39})(?![\w-])")
@@ -414,15 +415,17 @@ class Extractor:
             after_wo_title = after.replace(title, " ") if title else after
             best = 0.0
             role = None
-            for rx, w, r in CUL_BEFORE:
+            for i, (rx, w, r) in enumerate(CUL_BEFORE):
                 if rx.search(before):
+                    g.cues.add(f"before{i}")
                     if w > 0 and w > best:
                         best = w
                     elif w < 0:
                         role = r
                         best = min(best, 0) + w if best <= 0 else best + w
-            for rx, w in CUL_AFTER:
+            for i, (rx, w) in enumerate(CUL_AFTER):
                 if rx.search(after_wo_title):
+                    g.cues.add(f"after{i}")
                     best = max(best, w)
             unit = self.mt.units[m.unit] if m.unit >= 0 else None
             utext = unit.text if unit else (self.subject if m.in_subject else "")
@@ -430,11 +433,14 @@ class Extractor:
                 rv = re.search(r"\brevert\w*", before + " " + after_wo_title, I)
                 tail = (before + " " + after_wo_title)[rv.end():] if rv else ""
                 if FIX_AFTER.search(tail):
+                    g.cues.add("revert-fixes")
                     best = max(best, 3) if best >= 0 else best + 3
             if MARKER.search(utext):
+                g.cues.add("marker")
                 best = max(best, 4)
             ctx = (before[-80:] + " " + after_wo_title[:80])
             if IMPROVE_NEAR.search(ctx) and best < 5:
+                g.cues.add("improvement-near")
                 best -= 3
                 role = role or "improvement"
             if m.in_subject and subj_regress and best >= 0:
