@@ -196,7 +196,7 @@ def _norm_version(s: str) -> str:
     return s
 
 
-VCAND = re.compile(r"(?<![\w.@/-])((?:linux-|v)?(\d{1,2})\.(\d{1,2})(?:\.\d{1,3}){0,2}(?:-rc\d{1,2})?)"
+VCAND = re.compile(r"(?<![\w.@/-])((?:linux-|v)?(\d{1,2})\.(\d{1,2})(?:\.\d{1,3}){0,2}(?:-?rc\d{1,2})?)"
                    r"((?:[-.+~][\w+~]+)*)", re.I)
 # what follows a version but is not part of it: a file name ("5.1.2.dtb", "4.19.config")
 _NOT_VERSION_SUFFIX = re.compile(r"^\.(?:dtb|dts|c|h|S|o|ko|patch|diff|config|txt|log|tar|gz|xz|bz2|img|deb|rpm)\b", re.I)
@@ -284,6 +284,9 @@ def add_rule_versions(ex, cands: list[Candidate], rule_claim: Claim) -> None:
 def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad: str | None) -> None:
     keys = sorted({_vkey(c.value) for c in cands if not _HEX.match(c.norm)})
     first_body = min((s for c in cands for s, _, subj in c.spans if not subj), default=None)
+    vclaims: dict[str, list] = {}
+    for vcl in getattr(ex, "vclaims", None) or ():
+        vclaims.setdefault(_norm_version(vcl.text), []).append(vcl)
     for c in cands:
         for s, e, subj in c.spans[:6]:
             c.feats |= _context(ex, s, e, subj)
@@ -300,6 +303,9 @@ def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad
             if k == keys[0]:
                 c.feats.add("rank:min")
         c.feats.add(f"nversions={min(len(cands), 4)}")
+        for vcl in vclaims.get(c.norm, ()):
+            c.feats.add(f"vclaim:{vcl.role}:t{vcl.tier}")
+            c.feats.add(f"vclaim:{vcl.role}:d{min(vcl.depth, 1)}")
         if rule_good and _norm_version(rule_good) == c.norm:
             c.feats.add("rule_good")
         if rule_bad and _norm_version(rule_bad) == c.norm:
@@ -462,8 +468,13 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         out.facts = [f for f in facts if f.field not in ("metric", "change_percent")]
         return out
     # kind
-    pk = kind_m.prob(msg) if kind_m is not None else (1.0 if c.kind == "performance" else 0.0)
-    out.kind = "performance" if pk >= (kind_m.threshold if kind_m else 0.5) else "functional"
+    # the rules' kind when they name one (measured: as good as the learned one, which decides
+    # only where the rules have no opinion)
+    if c.kind in ("performance", "functional"):
+        out.kind = c.kind
+    else:
+        pk = kind_m.prob(msg) if kind_m is not None else 0.0
+        out.kind = "performance" if pk >= (kind_m.threshold if kind_m else 0.5) else "functional"
     if "kind" in old:
         facts.append(Fact("kind", out.kind, old["kind"].sentence, old["kind"].start, old["kind"].end,
                           old["kind"].quote_depth))
@@ -508,6 +519,9 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         g = model.get("gate_" + name)
         fact = old.get(name)
         keep = g is None or g.prob(gate_features(ex, name, value, fact, out.kind)) >= g.threshold
+        if name == "subsystem" and out.culprit_subject and c.culprit_subject == out.culprit_subject \
+                and fact is not None and fact.sentence == c.culprit_subject:
+            keep = True  # read from the culprit's own title prefix ("mm/slub: ...")
         if not keep:
             _set_field(out, name, None)
             facts = [f for f in facts if f.field != name]
@@ -515,7 +529,7 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
             _set_field(out, name, value)
     # arch: the rule's word, else the board / SoC / machine named
     arch = normalise_value("arch", c.hardware.get("arch"))
-    if arch is None:
+    if arch is None and not any(rx.search(ex.clean) for rx, _ in P.ARCH_WORDS):
         guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
         if guess is not None:
             arch, span = guess

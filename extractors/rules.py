@@ -631,6 +631,7 @@ class Extractor:
 
     def choose_good_bad(self, measured: tuple | None, robot_pair: tuple | None, culprit: CommitGroup | None):
         claims = self.version_claims()
+        self.vclaims = claims  # kept for the trained decisions (extractors.learned)
         subj = self.subject_version_claims()
         # base for bare "-rcN"
         bases = [version_key(c.text) for c in claims + subj if not c.text.startswith("-")]

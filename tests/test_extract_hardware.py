@@ -24,7 +24,7 @@ def test_lkp_test_machine_and_disk_parameter():
     c = extractors.extract("[linus:master] [block]  0123456789: fio.read_iops -9.1% regression", LKP)
     hw = c.hardware
     assert "Xeon(R) Platinum 8260L" in hw["cpu"]
-    assert hw["memory"] == "512G memory"
+    assert hw["memory"] == "512G"  # the size as written, without the noun
     assert hw["storage"] == "2SSD"
     assert c.config["filesystem"] == "ext4"
 
