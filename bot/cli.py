@@ -148,15 +148,16 @@ def _triage(obj: Context, show: bool):
     from bot.tracker import update_tracker
 
     trees = open_trees(obj.config)
+    workers = obj.config.section("triage").get("workers") if obj.config is not None else None
     try:
         if not show or not sys.stderr.isatty():
-            result = triage_pending(obj.store, trees=trees)
+            result = triage_pending(obj.store, trees=trees, workers=workers)
         else:
             from rich.progress import Progress
 
             with Progress(console=_console(stderr=True), transient=True) as progress:
                 task = progress.add_task("extracting claims", total=None)
-                result = triage_pending(obj.store, trees=trees,
+                result = triage_pending(obj.store, trees=trees, workers=workers,
                                         on_progress=lambda n: progress.update(task, completed=n))
         tracked = update_tracker(obj.store, obj.config, trees=trees)
         result["tracker"] = tracked

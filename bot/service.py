@@ -92,7 +92,8 @@ class Service:
             return {"skipped": "another worker runs the pipeline"}
         trees = open_trees(self.config)
         try:
-            triaged = triage_pending(self.store, trees=trees)
+            triaged = triage_pending(self.store, trees=trees,
+                                     workers=self.config.section("triage").get("workers"))
             tracked = update_tracker(self.store, self.config, trees=trees)
             handled = consume_events(self.store, self.on_event)
         finally:

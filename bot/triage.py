@@ -3,7 +3,10 @@ looked at, store each message's claim, and (re)merge the claim of every thread t
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from bot.mail import is_own_mail
@@ -84,38 +87,83 @@ def merge_thread(store: Store, root_id: str, trees=None) -> dict[str, Any] | Non
     return data
 
 
-def triage_pending(store: Store, *, batch: int = 500, trees=None,
+# below this many messages a batch is extracted in-process (a worker pool costs ~1 s to start)
+PARALLEL_MIN = 64
+
+
+def default_workers() -> int:
+    """Extraction processes: every core, at most 4 (``[triage] workers`` overrides)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _extract_one(item: tuple[str, str | None, str]) -> dict[str, Any]:
+    """One message's claim record; never raises (a bad message must not stop the batch)."""
+    import extractors
+
+    message_id, subject, body = item
+    try:
+        return claim_record(message_id, extractors.extract(subject, body))
+    except Exception as exc:  # noqa: BLE001
+        return {"message_id": message_id, "is_regression": False, "confidence": 0.0,
+                "kind": None, "culprit": None,
+                "claim": {"error": f"extractor failed: {exc.__class__.__name__}: {exc}"[:500]},
+                "extractor_version": getattr(extractors, "__version__", "0")}
+
+
+class Extraction:
+    """Runs the extractor over batches, in a pool of worker processes when there is more than
+    one core and enough mail to pay for it (the extractor is pure, so workers share nothing)."""
+
+    def __init__(self, workers: int | None = None):
+        self.workers = default_workers() if workers is None else max(1, int(workers))
+        self._pool: ProcessPoolExecutor | None = None
+
+    def run(self, items: list[tuple[str, str | None, str]]) -> list[dict[str, Any]]:
+        if self.workers < 2 or len(items) < PARALLEL_MIN:
+            return [_extract_one(i) for i in items]
+        if self._pool is None:
+            # forkserver: safe in a process that already runs threads (the service)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
+        chunk = max(1, len(items) // (self.workers * 8))
+        return list(self._pool.map(_extract_one, items, chunksize=chunk))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+def triage_pending(store: Store, *, batch: int = 500, trees=None, workers: int | None = None,
                    on_progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Extract every message without a claim; returns counts."""
     import extractors
 
     done = found = 0
     roots: set[str] = set()
-    while True:
-        rows = store.messages_without_claims(batch)
-        if not rows:
-            break
-        records = []
-        for r in rows:
-            if is_own_mail(r.get("headers")):
-                records.append({"message_id": r["message_id"], "is_regression": False, "confidence": 0.0,
-                                "kind": None, "culprit": None, "claim": {"skipped": "regtriage's own mail"},
-                                "extractor_version": getattr(extractors, "__version__", "0")})
-                continue
-            try:
-                claim = extractors.extract(r["subject"], r["body"])
-            except Exception as exc:  # noqa: BLE001 - one bad message must not stop the batch
-                records.append({"message_id": r["message_id"], "is_regression": False, "confidence": 0.0,
-                                "kind": None, "culprit": None,
-                                "claim": {"error": f"extractor failed: {exc.__class__.__name__}: {exc}"[:500]},
-                                "extractor_version": getattr(extractors, "__version__", "0")})
-                continue
-            records.append(claim_record(r["message_id"], claim))
-        store.save_claims(records)
-        found += sum(1 for rec in records if rec["is_regression"])
-        roots |= store.thread_keys([r["message_id"] for r in rows])
-        done += len(rows)
-        if on_progress:
-            on_progress(done)
+    extraction = Extraction(workers)
+    try:
+        while True:
+            rows = store.messages_without_claims(batch)
+            if not rows:
+                break
+            own = {r["message_id"] for r in rows if is_own_mail(r.get("headers"))}
+            extracted = iter(extraction.run([(r["message_id"], r["subject"], r["body"])
+                                             for r in rows if r["message_id"] not in own]))
+            records = []
+            for r in rows:
+                if r["message_id"] in own:
+                    records.append({"message_id": r["message_id"], "is_regression": False, "confidence": 0.0,
+                                    "kind": None, "culprit": None, "claim": {"skipped": "regtriage's own mail"},
+                                    "extractor_version": getattr(extractors, "__version__", "0")})
+                else:
+                    records.append(next(extracted))
+            store.save_claims(records)
+            found += sum(1 for rec in records if rec["is_regression"])
+            roots |= store.thread_keys([r["message_id"] for r in rows])
+            done += len(rows)
+            if on_progress:
+                on_progress(done)
+    finally:
+        extraction.close()
     threads = sum(1 for root in sorted(roots) if merge_thread(store, root, trees) is not None)
     return {"extracted": done, "regression_messages": found, "regression_threads": threads}
