@@ -47,6 +47,7 @@ _VERSHAPE = re.compile(r"^(?:linux-|v)?\d+\.\d+")
 _NUM = re.compile(r"^[+-]?\d[\d.,]*$")
 
 
+@lru_cache(maxsize=1 << 16)
 def shape(tok: str) -> str:
     """A token with its value abstracted away: numbers, versions, ids become their shape."""
     low = tok.lower()
@@ -169,7 +170,7 @@ def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> set[st
         return f
     unit = ex.mt.unit_at(cs)
     if unit is not None:
-        f |= {f"{prefix}S:{t}" for t in words(unit.text, 400)[:60]}
+        f |= _unit_feats(ex, unit, prefix)
         f.add(f"{prefix}structured={unit.structured}")
         first = words(unit.text.lstrip()[:30])[:1]
         if first:
@@ -177,6 +178,15 @@ def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> set[st
     d = ex.mt.depth_at(cs)
     f.add(f"{prefix}depth={min(d, 2)}")
     return f
+
+
+def _unit_feats(ex, unit, prefix: str) -> set[str]:
+    """The words of a sentence / line as features, computed once per message and unit."""
+    cache = ex.__dict__.setdefault("_unit_feats", {})
+    key = (unit.index, prefix)
+    if key not in cache:
+        cache[key] = frozenset(f"{prefix}S:{t}" for t in words(unit.text, 400)[:60])
+    return cache[key]
 
 
 @dataclass
