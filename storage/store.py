@@ -308,7 +308,8 @@ class Store:
     def quarantined(self, limit: int = 100) -> list[dict[str, Any]]:
         q = schema.quarantine
         with self.engine.connect() as conn:
-            rows = conn.execute(select(q.c.id, q.c.origin, q.c.reason, q.c.message_id, q.c.size, q.c.created_at)
+            rows = conn.execute(select(q.c.id, q.c.origin, q.c.reason, q.c.message_id, q.c.size,
+                                       q.c.sha256, func.length(q.c.raw).label("kept"), q.c.created_at)
                                 .order_by(q.c.id.desc()).limit(limit)).mappings().all()
         return [{**dict(r), "created_at": _aware(r["created_at"]).isoformat()} for r in rows]
 
