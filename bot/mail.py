@@ -19,7 +19,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.message import Message
-from html.parser import HTMLParser
 
 MSGID_TOKEN = re.compile(r"<([^<>\s]+)>")
 HEADER_LINE = re.compile(rb"^[!-9;-~]+:", re.M)  # printable, no colon, then ':'
@@ -208,41 +207,37 @@ def _decode_bytes(data: bytes, charset: str | None, problems: list[str], where: 
         return data.decode("latin-1")
 
 
-class _TextExtractor(HTMLParser):
-    SKIP = {"script", "style", "head"}
-    BREAKS = {"br", "p", "div", "tr", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "table"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self.skip = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self.SKIP:
-            self.skip += 1
-        elif tag in self.BREAKS:
-            self.out.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in self.SKIP and self.skip:
-            self.skip -= 1
-        elif tag in self.BREAKS:
-            self.out.append("\n")
-
-    def handle_data(self, data):
-        if not self.skip:
-            self.out.append(data)
+HTML_SKIP = {"script", "style", "head"}
+HTML_BREAKS = {"br", "p", "div", "tr", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "table"}
+# One pass, linear in the input whatever it holds: every alternative stops at the next "<" or
+# at the end, so unclosed tags and comments never make a rescan (html.parser is quadratic on
+# such junk: 1 MB of "<" took 90 s).
+HTML_TOKEN = re.compile(r"[^<]+|<+(?=<)|<!--.*?(?:-->|\Z)"
+                        r"|<(/?)([A-Za-z][A-Za-z0-9:-]*)[^<>]*(?:>|(?=<)|\Z)"
+                        r"|<[!?/][^<>]*(?:>|(?=<)|\Z)"
+                        r"|<", re.S)
 
 
 def html_to_text(markup: str) -> str:
     markup = markup[:MAX_HTML_CHARS]
-    parser = _TextExtractor()
-    try:
-        parser.feed(markup)
-        parser.close()
-    except Exception:
-        return html.unescape(re.sub(r"<[^>]*>", " ", markup))
-    text = "".join(parser.out)
+    out: list[str] = []
+    skip = 0
+    for m in HTML_TOKEN.finditer(markup):
+        tag = m.group(2)
+        if tag is not None:
+            tag = tag.lower()
+            closing = bool(m.group(1))
+            if tag in HTML_SKIP:
+                skip = max(0, skip - 1) if closing else skip + 1
+            elif tag in HTML_BREAKS and not skip:
+                out.append("\n")
+            continue
+        text = m.group(0)
+        if text.startswith("<") and len(text) > 1 and text[1] != "<":
+            continue  # comment, declaration, processing instruction
+        if not skip:
+            out.append(text)
+    text = html.unescape("".join(out))
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
