@@ -278,3 +278,41 @@ def test_two_concurrent_ingests_of_the_same_mail(tmp_path, db_url):
     finally:
         store.close()
     assert len(threads) == 1 and threads[0]["messages"] == 3000
+
+
+# ------------------------------------------------------------------ public-inbox git path
+def test_git_epoch_with_hostile_blobs_advances_its_cursor(tmp_path, db_url):
+    """The git walk (subscriptions' path) takes the same hostile messages: every blob ends
+    stored or quarantined, an oversized blob is never held whole, and the cursor reaches the
+    tip, so the next poll does not fail on the same messages again."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    from bot.limits import IngestLimits
+    from bot.sources.pigit import ingest_epochs
+    from storage.store import Store
+    from tests.publicinbox import make_epoch
+
+    blobs = [hostile_corpus.eml(f"git-cs-{cs.strip(chr(0))}@h", body="caf\udce9\n",
+                                extra=f'Content-Type: text/plain; charset="{cs}"\n') for cs in hostile_corpus.CODECS]
+    blobs += [hostile_corpus.eml("L" * 3000 + "@h"), b"From: a\x00@x\nMessage-ID: <git-nul@h>\nSubject: \x00\n\n\x00\n",
+              hostile_corpus.eml("git-big@h", body="B" * 300_000), hostile_corpus.eml("git-ok@h")]
+    inbox = tmp_path / "inbox"
+    (inbox / "git").mkdir(parents=True)
+    make_epoch(inbox / "git" / "0.git", [("add", b) for b in blobs])
+    store = Store(db_url)
+    try:
+        limits = IngestLimits(max_message_bytes=100_000, quarantine_prefix_bytes=500)
+        stats = ingest_epochs(store, inbox, workers=0, limits=limits)
+        assert stats["messages"] == len(blobs)
+        assert stats["stored"] == len(blobs) - 1 and stats["quarantined"] == 1
+        tip = subprocess.run(["git", "--git-dir", str(inbox / "git" / "0.git"), "rev-parse", "master"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert store.get_cursor(f"pigit:{inbox}")["epochs"] == {"0.git": tip}
+        q, = store.quarantined()
+        assert q["kept"] == 500 and q["size"] == len(blobs[-2]) and "max_message_bytes" in q["reason"]
+        again = ingest_epochs(store, inbox, workers=0, limits=limits)
+        assert again["messages"] == 0  # nothing left behind to fail on
+    finally:
+        store.close()
