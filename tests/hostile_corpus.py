@@ -136,18 +136,15 @@ def generate(root: Path, seed: int = 10, fuzz: int = 100, bomb_bytes: int = 1 <<
     parts = "".join(f"--p\nContent-Type: text/plain\n\npart {i}\n" for i in range(5000)) + "--p--\n"
     w.file("mime-parts", "mime-parts.eml", eml("mime-parts@h", body=parts,
            extra='MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="p"\n'))
-    w.file("mime-noboundary", "mime-noboundary.eml", eml("mime-nob@h", body="--x\n\nhello\n",
-           extra="MIME-Version: 1.0\nContent-Type: multipart/mixed\n"))
-    w.file("mime-unclosed", "mime-unclosed.eml", eml("mime-unclosed@h", body="--q\nContent-Type: text/plain\n\nx\n",
-           extra='MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="q"\n'))
-    w.file("mime-absent", "mime-absent.eml", eml("mime-absent@h", body="no boundary ever\n",
-           extra='MIME-Version: 1.0\nContent-Type: multipart/alternative; boundary="never"\n'))
-    w.file("cte-base64", "cte-base64.eml", eml("cte-b64@h", body="!!!@@@###=\n===\n",
-           extra="Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n"))
-    w.file("cte-uu", "cte-uu.eml", eml("cte-uu@h", body="begin 644 x\n%%%%%\nend\n",
-           extra="Content-Type: text/plain\nContent-Transfer-Encoding: x-uuencode\n"))
-    w.file("cte-qp", "cte-qp.eml", eml("cte-qp@h", body="=ZZ=\n=0=\n=",
-           extra="Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: quoted-printable\n"))
+    mime = "MIME-Version: 1.0\nContent-Type: "
+    for case, body, extra in (  # (case, body, headers): broken structure and transfer encodings
+            ("mime-noboundary", "--x\n\nhello\n", mime + "multipart/mixed\n"),
+            ("mime-unclosed", "--q\nContent-Type: text/plain\n\nx\n", mime + 'multipart/mixed; boundary="q"\n'),
+            ("mime-absent", "no boundary ever\n", mime + 'multipart/alternative; boundary="never"\n'),
+            ("cte-base64", "!!!@@@###=\n===\n", mime + "text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n"),
+            ("cte-uu", "begin 644 x\n%%%%%\nend\n", mime + "text/plain\nContent-Transfer-Encoding: x-uuencode\n"),
+            ("cte-qp", "=ZZ=\n=0=\n=", mime + "text/plain; charset=utf-8\nContent-Transfer-Encoding: quoted-printable\n")):
+        w.file(case, f"{case}.eml", eml(f"{case}@h", body=body, extra=extra))
     w.file("html-junk", "html-junk.eml", eml("html-junk@h", body="<" * 1_000_000 + "<!--" * 100_000,
            extra="Content-Type: text/html\n"))
     w.file("ctype-params", "ctype-params.eml", eml("ctype-params@h", extra="Content-Type: text/plain; "
