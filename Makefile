@@ -57,6 +57,7 @@ model: install
 
 bench: install
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/hostile.py
 	$(BIN)/python bench/accuracy.py
 	$(BIN)/python bench/extract_speed.py
 	$(BIN)/python bench/stats_power.py

@@ -93,11 +93,14 @@ def main(ctx, config_path, db_url, debug):
 def ingest(obj: Context, paths, as_json, batch_size, no_triage):
     """Ingest .eml files, mbox files (mboxrd/mboxo, .gz too), maildirs and directories."""
     from bot.ingest import Ingester
-    from bot.sources.files import InputError, iter_paths
+    from bot.limits import IngestLimits
+    from bot.sources.files import InputError, InputWarning, iter_paths
 
+    limits = IngestLimits.from_config(obj.config)
     store = obj.store
-    ing = Ingester(store, batch_size=batch_size, parallel=True)
+    ing = Ingester(store, batch_size=batch_size, parallel=True, limits=limits)
     errors: list[str] = []
+    warnings: list[str] = []
     progress = None
     if not as_json and sys.stderr.isatty():
         from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -110,12 +113,13 @@ def ingest(obj: Context, paths, as_json, batch_size, no_triage):
         progress.start()
         task = progress.add_task("ingesting", total=None)
     try:
-        for item in iter_paths(list(paths)):
+        for item in iter_paths(list(paths), limits):
             if isinstance(item, InputError):
-                errors.append(str(item))
+                (warnings if isinstance(item, InputWarning) else errors).append(str(item))
                 store.record_source_error("ingest", str(item))
                 continue
-            ing.add(item.raw, item.origin, item.reject)
+            ing.add(item.raw, item.origin, item.reject, problems=item.problems, sha256=item.sha256,
+                    size=item.size)
             if progress:
                 progress.update(task, completed=ing.stats["messages"] + ing.pending)
         ing.flush()
@@ -136,6 +140,8 @@ def ingest(obj: Context, paths, as_json, batch_size, no_triage):
             click.echo(f"triage: {triaged['extracted']} messages read, {triaged['regression_messages']} "
                        f"with a regression claim, {triaged['regression_threads']} regression threads "
                        "(`regtriage claims`)")
+    for w in warnings:
+        click.echo(f"regtriage: warning: {w}", err=True)
     for e in errors:
         click.echo(f"regtriage: cannot read input: {e}", err=True)
     if errors:

@@ -19,18 +19,26 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.message import Message
-from html.parser import HTMLParser
 
 MSGID_TOKEN = re.compile(r"<([^<>\s]+)>")
 HEADER_LINE = re.compile(rb"^[!-9;-~]+:", re.M)  # printable, no colon, then ':'
 SYNTHETIC_DOMAIN = "synthetic.regtriage.invalid"
+LONG_ID_DOMAIN = "long-id.regtriage.invalid"
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 MAX_BODY_CHARS = 2 * 1024 * 1024  # decoded text kept for extraction; the raw bytes are kept whole
+MAX_HTML_CHARS = 2 * 1024 * 1024  # HTML converted to text (the HTML parser is slow on junk)
+MAX_MSGID_BYTES = 998  # RFC 5322 line limit; longer ids are stored under a hashed key
+MAX_DECODED_HEADER = 16 * 1024  # characters of a header value run through RFC 2047 decoding
+DEFAULT_MAX_REFERENCES = 64
+# Codecs that codecs.lookup() accepts but that are not charsets of text (or that cannot decode
+# arbitrary bytes): a charset= naming one is treated as unknown.
+NOT_CHARSETS = {"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape",
+                "unicode-internal", "mbcs", "oem", "charmap"}
 
 
 @dataclass
 class ParsedMessage:
-    message_id: str
+    message_id: str  # the key: the Message-ID, or a hash of it when longer than MAX_MSGID_BYTES
     synthetic_id: bool
     subject: str
     from_addr: str
@@ -44,6 +52,7 @@ class ParsedMessage:
     size: int
     problems: list[str] = field(default_factory=list)
     reject: str | None = None
+    message_id_full: str | None = None  # the whole Message-ID when ``message_id`` is its hash
 
     @property
     def parent_id(self) -> str | None:
@@ -61,8 +70,20 @@ def is_own_mail(headers) -> bool:
     return any(str(name).lower() == OWN_MAIL_HEADER.lower() for name, _ in headers or ())
 
 
-def normalize_msgid(value: str | None) -> str | None:
-    """Message-ID without angle brackets and surrounding junk; None if there is none."""
+def msgid_key(mid: str) -> str:
+    """The stored key of a Message-ID: itself, or (longer than MAX_MSGID_BYTES in UTF-8, or
+    holding characters no database column takes) a fixed-size hash of it.  The same id always
+    gives the same key, so threading and look-ups work on the key alone."""
+    if len(mid) <= MAX_MSGID_BYTES // 4 and "\x00" not in mid and mid.isprintable():
+        return mid  # the common case, without encoding
+    clean = "\x00" not in mid and mid.isprintable()
+    data = mid.encode("utf-8", "surrogatepass")
+    if clean and len(data) <= MAX_MSGID_BYTES:
+        return mid
+    return f"sha256-{hashlib.sha256(data).hexdigest()[:40]}@{LONG_ID_DOMAIN}"
+
+
+def _raw_msgid(value: str | None) -> str | None:
     if not value:
         return None
     m = MSGID_TOKEN.search(value)
@@ -72,13 +93,25 @@ def normalize_msgid(value: str | None) -> str | None:
     if not token:
         return None
     candidate = token[0].strip("<>")
-    return candidate if "@" in candidate and len(candidate) <= 998 else None
+    return candidate if "@" in candidate else None
 
 
-def msgid_list(value: str | None) -> list[str]:
+def normalize_msgid(value: str | None) -> str | None:
+    """Message-ID without angle brackets and surrounding junk, as its stored key
+    (:func:`msgid_key`); None if there is none."""
+    mid = _raw_msgid(value)
+    return None if mid is None else msgid_key(mid)
+
+
+def msgid_list(value: str | None, limit: int | None = None) -> list[str]:
+    """The Message-IDs in a References / In-Reply-To value, as keys, without repeats.  With
+    ``limit``, at most that many: the first and the last ``limit - 1``."""
     if not value:
         return []
-    return MSGID_TOKEN.findall(value)
+    ids = list(dict.fromkeys(msgid_key(m) for m in MSGID_TOKEN.findall(value)))
+    if limit is not None and len(ids) > limit:
+        ids = ids[:1] + ids[len(ids) - (limit - 1):]
+    return ids
 
 
 def synthetic_msgid(raw: bytes) -> str:
@@ -86,6 +119,9 @@ def synthetic_msgid(raw: bytes) -> str:
 
 
 def _decode_header(value: str, problems: list[str], name: str) -> str:
+    if len(value) > MAX_DECODED_HEADER:
+        problems.append(f"{name}: {len(value)} characters, cut to {MAX_DECODED_HEADER} (raw kept)")
+        value = value[:MAX_DECODED_HEADER]
     if "=?" not in value:
         return " ".join(value.split()) if "\n" in value else value
     try:
@@ -106,32 +142,63 @@ def _decode_header(value: str, problems: list[str], name: str) -> str:
     return " ".join(text.split())
 
 
-def _header_str(raw_value) -> str:
-    """compat32 returns str, or Header for 8-bit raw headers; never fail."""
-    if isinstance(raw_value, str):
+def _header_str(raw_value, problems: list[str] | None = None, name: str = "header") -> str:
+    """A raw header value as text.  The parser keeps 8-bit header bytes as surrogate escapes:
+    they are UTF-8 (RFC 6532) when they decode as such, else latin-1 (with a problem noted)."""
+    if not isinstance(raw_value, str):
+        try:
+            raw_value = str(raw_value)
+        except Exception:  # noqa: BLE001 - hostile input
+            return repr(raw_value)
+    if raw_value.isascii() or not any("\udc80" <= ch <= "\udcff" for ch in raw_value):
         return raw_value
+    data = raw_value.encode("utf-8", "surrogateescape")
     try:
-        return str(raw_value)
-    except Exception:
-        return repr(raw_value)
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        if problems is not None:
+            problems.append(f"{name}: 8-bit header not valid UTF-8, decoded as latin-1")
+        return data.decode("latin-1")
+    except UnicodeEncodeError:  # lone surrogates that were not escapes
+        return raw_value.encode("utf-8", "replace").decode("utf-8")
+
+
+def text_codec(charset: str | None) -> str | None:
+    """The codec to decode text in ``charset`` with, or None when the name is no charset that
+    Python can decode arbitrary bytes of text with (unknown names, NUL in the name, and codecs
+    such as zlib, base64, rot13, hex, uu, bz2, quopri, idna or undefined)."""
+    cs = str(charset or "").strip().strip('"').strip().lower()
+    if not cs or len(cs) > 64 or not cs.isprintable() or not cs.isascii():
+        return None
+    try:
+        info = codecs.lookup(cs)
+    except Exception:  # noqa: BLE001 - LookupError, ValueError (NUL), whatever a codec does
+        return None
+    if not getattr(info, "_is_text_encoding", True) or info.name in NOT_CHARSETS:
+        return None
+    return info.name
 
 
 def _decode_bytes(data: bytes, charset: str | None, problems: list[str], where: str) -> str:
-    cs = (charset or "").strip().strip('"').lower() or None
+    """Text of ``data`` in ``charset``; never raises.  Whatever does not work falls back to
+    UTF-8 (else latin-1) and is noted in ``problems``."""
+    cs = str(charset or "").strip().strip('"').lower() or None
     if cs in ("unknown-8bit", "x-unknown", "unknown"):
         cs = None
     if cs:
+        codec = text_codec(cs)
+        shown = cs[:40].encode("ascii", "backslashreplace").decode("ascii")
+        if codec is None:
+            problems.append(f"{where}: unknown charset {shown!r}, decoded as utf-8 with replacement")
+            return data.decode("utf-8", "replace")
         try:
-            codecs.lookup(cs)
-        except LookupError:
-            problems.append(f"{where}: unknown charset {cs[:40]!r}, decoded as utf-8 with replacement")
-            cs = None
-        else:
+            return data.decode(codec)
+        except Exception:  # noqa: BLE001 - UnicodeDecodeError, and codecs that fail otherwise
+            problems.append(f"{where}: bytes not valid {shown}, decoded with replacement")
             try:
-                return data.decode(cs)
-            except UnicodeDecodeError:
-                problems.append(f"{where}: bytes not valid {cs}, decoded with replacement")
-                return data.decode(cs, errors="replace")
+                return data.decode(codec, errors="replace")
+            except Exception:  # noqa: BLE001
+                return data.decode("utf-8", "replace")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -140,53 +207,58 @@ def _decode_bytes(data: bytes, charset: str | None, problems: list[str], where: 
         return data.decode("latin-1")
 
 
-class _TextExtractor(HTMLParser):
-    SKIP = {"script", "style", "head"}
-    BREAKS = {"br", "p", "div", "tr", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "table"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.out: list[str] = []
-        self.skip = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self.SKIP:
-            self.skip += 1
-        elif tag in self.BREAKS:
-            self.out.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in self.SKIP and self.skip:
-            self.skip -= 1
-        elif tag in self.BREAKS:
-            self.out.append("\n")
-
-    def handle_data(self, data):
-        if not self.skip:
-            self.out.append(data)
+HTML_SKIP = {"script", "style", "head"}
+HTML_BREAKS = {"br", "p", "div", "tr", "li", "pre", "blockquote", "h1", "h2", "h3", "h4", "table"}
+# One pass, linear in the input whatever it holds: every alternative stops at the next "<" or
+# at the end, so unclosed tags and comments never make a rescan (html.parser is quadratic on
+# such junk: 1 MB of "<" took 90 s).
+HTML_TOKEN = re.compile(r"[^<]+|<+(?=<)|<!--.*?(?:-->|\Z)"
+                        r"|<(/?)([A-Za-z][A-Za-z0-9:-]*)[^<>]*(?:>|(?=<)|\Z)"
+                        r"|<[!?/][^<>]*(?:>|(?=<)|\Z)"
+                        r"|<", re.S)
 
 
 def html_to_text(markup: str) -> str:
-    parser = _TextExtractor()
-    try:
-        parser.feed(markup)
-        parser.close()
-    except Exception:
-        return html.unescape(re.sub(r"<[^>]*>", " ", markup))
-    text = "".join(parser.out)
+    markup = markup[:MAX_HTML_CHARS]
+    out: list[str] = []
+    skip = 0
+    for m in HTML_TOKEN.finditer(markup):
+        tag = m.group(2)
+        if tag is not None:
+            tag = tag.lower()
+            closing = bool(m.group(1))
+            if tag in HTML_SKIP:
+                skip = max(0, skip - 1) if closing else skip + 1
+            elif tag in HTML_BREAKS and not skip:
+                out.append("\n")
+            continue
+        text = m.group(0)
+        if text.startswith("<") and len(text) > 1 and text[1] != "<":
+            continue  # comment, declaration, processing instruction
+        if not skip:
+            out.append(text)
+    text = html.unescape("".join(out))
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 
 
 def _part_text(part: Message, problems: list[str]) -> str:
     try:
         payload = part.get_payload(decode=True)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - hostile input
         problems.append(f"body: payload could not be decoded ({exc.__class__.__name__})")
         payload = None
     if payload is None:
-        inner = part.get_payload()
-        return inner if isinstance(inner, str) else ""
-    return _decode_bytes(payload, part.get_content_charset(), problems, "body")
+        try:
+            inner = part.get_payload()
+        except Exception:  # noqa: BLE001
+            inner = None
+        return _header_str(inner, problems, "body") if isinstance(inner, str) else ""
+    try:
+        charset = part.get_content_charset()
+    except Exception as exc:  # noqa: BLE001 - RFC 2231 parameters in a bogus charset
+        problems.append(f"body: unreadable charset parameter ({exc.__class__.__name__})")
+        charset = None
+    return _decode_bytes(payload, charset, problems, "body")
 
 
 def _body_text(msg: Message, problems: list[str]) -> str:
@@ -196,8 +268,11 @@ def _body_text(msg: Message, problems: list[str]) -> str:
     for part in msg.walk():
         if part.is_multipart():
             continue
-        ctype = part.get_content_type()
-        disposition = (part.get("Content-Disposition") or "").lower()
+        try:
+            ctype = part.get_content_type()
+        except Exception:  # noqa: BLE001 - hostile input
+            ctype = "application/octet-stream"
+        disposition = _header_str(part.get("Content-Disposition") or "").lower()
         if ctype == "text/plain" and "attachment" not in disposition:
             plain.append(_part_text(part, problems))
         elif ctype == "text/html" and "attachment" not in disposition:
@@ -222,7 +297,7 @@ def _parse_date(value: str | None, problems: list[str]) -> datetime | None:
         return None
     try:
         dt = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
+    except Exception:  # noqa: BLE001 - TypeError, ValueError, IndexError, OverflowError ...
         problems.append(f"Date: unparseable {value[:60]!r}")
         return None
     if dt is None:
@@ -245,7 +320,28 @@ def looks_like_mail(raw: bytes) -> bool:
     return bool(HEADER_LINE.search(block))
 
 
-def parse_message(raw: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedMessage:
+def clean_text(value: str, problems: list[str] | None = None, where: str = "text") -> str:
+    """Text any database column takes: NUL made visible (U+2400), lone surrogates replaced."""
+    if "\x00" in value:
+        if problems is not None:
+            problems.append(f"{where}: NUL characters shown as \u2400")
+        value = value.replace("\x00", "\u2400")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        if problems is not None:
+            problems.append(f"{where}: undecodable characters replaced")
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def _rejected(raw: bytes, sha: str, problems: list[str], reason: str) -> ParsedMessage:
+    return ParsedMessage(synthetic_msgid(raw), True, "", "", None, None, None, [], [], "",
+                         sha, len(raw), problems, reason)
+
+
+def parse_message(raw: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                  max_references: int = DEFAULT_MAX_REFERENCES) -> ParsedMessage:
     """Parse raw bytes; never raises.  ``reject`` is set when the bytes should be quarantined."""
     sha = hashlib.sha256(raw).hexdigest()
     problems: list[str] = []
@@ -257,47 +353,67 @@ def parse_message(raw: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedMe
     elif not looks_like_mail(raw):
         reject = "not an RFC 5322 message: no header lines"
     if reject:
-        return ParsedMessage(synthetic_msgid(raw), True, "", "", None, None, None, [], [], "",
-                             sha, len(raw), problems, reject)
+        return _rejected(raw, sha, problems, reject)
     try:
-        msg = email.message_from_bytes(raw)
-    except Exception as exc:  # the stdlib parser is lenient; be safe anyway
-        return ParsedMessage(synthetic_msgid(raw), True, "", "", None, None, None, [], [], "",
-                             sha, len(raw), problems, f"unparseable: {exc.__class__.__name__}: {exc}")
+        return _parse(raw, sha, problems, max_references)
+    except RecursionError:
+        return _rejected(raw, sha, problems, "unparseable: MIME structure nested too deeply")
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: never raise on mail
+        return _rejected(raw, sha, problems, f"unparseable: {exc.__class__.__name__}: {str(exc)[:200]}")
+
+
+def _parse(raw: bytes, sha: str, problems: list[str], max_references: int) -> ParsedMessage:
+    msg = email.message_from_bytes(raw)
     for defect in msg.defects[:5]:
         problems.append(f"MIME defect: {defect.__class__.__name__}")
 
     headers: list[tuple[str, str]] = []
-    for name, value in msg.items():
-        headers.append((name, _header_str(value)))
+    for name, value in msg.raw_items():
+        name = clean_text(_header_str(name))
+        headers.append((name, clean_text(_header_str(value, problems, name), problems, name)))
+
+    raw_first: dict[str, str] = {}
+    for name, value in msg.raw_items():
+        raw_first.setdefault(str(name).lower(), value)
 
     def first(name: str) -> str | None:
-        v = msg.get(name)
-        return None if v is None else _header_str(v)
+        v = raw_first.get(name.lower())
+        return None if v is None else clean_text(_header_str(v, None, name))
 
     mid_raw = first("Message-ID")
-    mid = normalize_msgid(mid_raw)
+    full = _raw_msgid(mid_raw)
+    mid = None if full is None else msgid_key(full)
     synthetic = False
     if mid is None:
         problems.append("Message-ID: missing or malformed, synthetic id from content hash")
         mid = synthetic_msgid(raw)
         synthetic = True
+    elif mid != full:
+        problems.append(f"Message-ID: {len(full)} characters or unstorable characters, "
+                        "stored under a hashed key (the whole id is kept)")
     subject_raw = first("Subject")
     if subject_raw is None:
         problems.append("Subject: missing")
-    subject = _decode_header(subject_raw or "", problems, "Subject")
-    from_addr = _decode_header(first("From") or "", problems, "From")
+    subject = clean_text(_decode_header(subject_raw or "", problems, "Subject"), problems, "Subject")
+    from_addr = clean_text(_decode_header(first("From") or "", problems, "From"), problems, "From")
     date_raw = first("Date")
     date = _parse_date(date_raw, problems)
-    refs = msgid_list(first("References"))
-    irt_list = msgid_list(first("In-Reply-To"))
+    references_raw = first("References")
+    refs = msgid_list(references_raw)
+    if len(refs) > max_references:
+        problems.append(f"References: {len(refs)} ids, kept the first and the last {max_references - 1}")
+        refs = refs[:1] + refs[len(refs) - (max_references - 1):]
+    irt_list = msgid_list(first("In-Reply-To"), limit=1)
     irt = irt_list[0] if irt_list else None
-    refs = [r for r in dict.fromkeys(refs) if r != mid]
+    refs = [r for r in refs if r != mid]
     if irt == mid:
         irt = None
     body = _body_text(msg, problems)
     if len(body) > MAX_BODY_CHARS:
         problems.append(f"body: {len(body)} characters, text truncated to {MAX_BODY_CHARS} (raw kept)")
         body = body[:MAX_BODY_CHARS]
+    body = clean_text(body, problems, "body")
+    problems = [clean_text(p) for p in problems]
     return ParsedMessage(mid, synthetic, subject, from_addr, date, date_raw, irt, refs, headers,
-                         body, sha, len(raw), problems, None)
+                         body, sha, len(raw), problems, None,
+                         message_id_full=clean_text(full) if full is not None and full != mid else None)

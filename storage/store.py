@@ -16,6 +16,42 @@ from storage.threads import ThreadBatch
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 CHUNK = 400
+QUARANTINE_PREFIX = 1024 * 1024  # bytes of a quarantined input kept ([ingest] quarantine_prefix_bytes)
+INGEST_LOCK = "lock:ingest"  # the cursors row every ingest batch upserts first
+
+
+def _text(value: str | None) -> str | None:
+    """Text that PostgreSQL and SQLite both take: NUL shown as U+2400, lone surrogates
+    replaced.  (bot.mail cleans what it parses and notes it; this is the last guard.)"""
+    if value is None:
+        return None
+    if "\x00" in value:
+        value = value.replace("\x00", "\u2400")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def _upsert(conn, table, rows: list[dict], keys: list[str], update: list[str] | None = None) -> None:
+    """INSERT ... ON CONFLICT (keys) DO NOTHING, or DO UPDATE of ``update`` from the new row;
+    the same statement on PostgreSQL and SQLite."""
+    if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    elif conn.dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:  # pragma: no cover - only the two databases are supported
+        raise RuntimeError(f"unsupported database {conn.dialect.name}")
+    stmt = dialect_insert(table)
+    if update:
+        stmt = stmt.on_conflict_do_update(index_elements=keys,
+                                          set_={c: getattr(stmt.excluded, c) for c in update})
+    else:
+        stmt = stmt.on_conflict_do_nothing(index_elements=keys)
+    conn.execute(stmt, rows)
 
 
 def utcnow() -> datetime:
@@ -83,28 +119,35 @@ class Store:
 
     # -- ingest ------------------------------------------------------------------------------
     def write_batch(self, parsed: list[tuple[Any, str, bytes]],
-                    rejected: list[tuple[bytes, str, str, str | None]],
-                    cursor: tuple[str, Any] | None = None) -> list[Outcome]:
+                    rejected: list[tuple],
+                    cursor: tuple[str, Any] | None = None, *,
+                    quarantine_prefix: int = QUARANTINE_PREFIX) -> list[Outcome]:
         """Store a batch in one transaction.
 
         ``parsed``: (ParsedMessage, origin, raw) for messages that parsed; ``rejected``:
-        (raw, origin, reason, message_id) for input to quarantine.  ``cursor`` (key, value) is
-        saved in the same transaction, so a crash never records progress without the data.
+        (raw, origin, reason, message_id[, sha256, size]) for input to quarantine (sha256 and
+        size of the whole input when ``raw`` is only a prefix of it).  ``cursor`` (key, value)
+        is saved in the same transaction, so a crash never records progress without the data.
         Returns one Outcome per ``parsed`` item, then one per ``rejected`` item.
+
+        Several ingests may write into one database at once: each batch first takes the ingest
+        lock (an upserted row: a row lock on PostgreSQL, the write lock on SQLite), so the
+        look-ups below see every batch committed before, and every insert is an upsert besides.
         """
         now = utcnow()
         outcomes: list[Outcome] = []
         with self.engine.begin() as conn:
+            self._take_ingest_lock(conn, now)
             ids = list({p.message_id for p, _, _ in parsed})
             known: dict[str, str] = {}
             for start in range(0, len(ids), CHUNK):
                 rows = conn.execute(select(schema.messages.c.message_id, schema.messages.c.sha256)
                                     .where(schema.messages.c.message_id.in_(ids[start:start + CHUNK])))
                 known.update({mid: sha for mid, sha in rows})
-            rows, tb = [], ThreadBatch(conn)
+            rows, tb = [], ThreadBatch(conn, upsert=_upsert)
             tb.preload({p.message_id for p, _, _ in parsed} | {r for p, _, _ in parsed for r in p.references}
                        | {p.in_reply_to for p, _, _ in parsed if p.in_reply_to})
-            collisions: list[tuple[bytes, str, str, str | None]] = []
+            collisions: list[tuple] = []
             for p, origin, raw in parsed:
                 if p.message_id in known:
                     if known[p.message_id] == p.sha256:
@@ -117,48 +160,57 @@ class Store:
                 known[p.message_id] = p.sha256
                 rows.append({
                     "message_id": p.message_id, "synthetic_id": p.synthetic_id,
-                    "subject": p.subject, "from_addr": p.from_addr, "date": p.date,
-                    "date_raw": p.date_raw, "in_reply_to": p.in_reply_to, "refs": p.references,
-                    "headers": p.headers, "body": p.body, "raw": raw, "sha256": p.sha256,
-                    "size": p.size, "problems": p.problems, "origin": origin, "ingested_at": now,
+                    "message_id_full": _text(getattr(p, "message_id_full", None)),
+                    "subject": _text(p.subject), "from_addr": _text(p.from_addr), "date": p.date,
+                    "date_raw": _text(p.date_raw), "in_reply_to": p.in_reply_to, "refs": p.references,
+                    "headers": [[_text(str(n)), _text(str(v))] for n, v in p.headers],
+                    "body": _text(p.body), "raw": raw, "sha256": p.sha256,
+                    "size": p.size, "problems": [_text(str(x)) for x in p.problems],
+                    "origin": _text(origin), "ingested_at": now,
                 })
                 refs = p.references or ([p.in_reply_to] if p.in_reply_to else [])
                 tb.add_message(p.message_id, refs)
                 outcomes.append(Outcome("stored", p.message_id,
                                         "; ".join(p.problems) if p.problems else None))
             if rows:
-                conn.execute(insert(schema.messages), rows)
+                _upsert(conn, schema.messages, rows, ["message_id"])
             tb.flush()
-            for raw, origin, reason, mid in list(rejected) + collisions:
-                self._quarantine(conn, raw, origin, reason, mid, now)
-            outcomes.extend(Outcome("quarantined", mid, reason) for _, _, reason, mid in rejected)
+            for item in list(rejected) + collisions:
+                raw, origin, reason, mid = item[:4]
+                sha, size = (tuple(item[4:6]) + (None, None))[:2]
+                self._quarantine(conn, raw, origin, reason, mid, now, sha, size, quarantine_prefix)
+            outcomes.extend(Outcome("quarantined", item[3], item[2]) for item in rejected)
             if cursor is not None:
                 self._set_cursor(conn, cursor[0], cursor[1], now)
         return outcomes
 
+    def _take_ingest_lock(self, conn, now: datetime) -> None:
+        _upsert(conn, schema.cursors, [{"key": INGEST_LOCK, "value": {}, "updated_at": now}],
+                ["key"], update=["updated_at"])
+
     def _quarantine(self, conn, raw: bytes, origin: str, reason: str, mid: str | None,
-                    now: datetime) -> None:
+                    now: datetime, sha: str | None = None, size: int | None = None,
+                    prefix: int = QUARANTINE_PREFIX) -> None:
+        """Keep at most ``prefix`` bytes of the input, with the sha256 and size of the whole."""
         import hashlib
 
-        sha = hashlib.sha256(raw).hexdigest()
-        exists = conn.execute(select(schema.quarantine.c.id).where(
-            schema.quarantine.c.sha256 == sha, schema.quarantine.c.reason == reason)).first()
-        if exists is None:
-            conn.execute(insert(schema.quarantine).values(
-                origin=origin, reason=reason, message_id=mid, raw=raw, sha256=sha, size=len(raw),
-                created_at=now))
+        if sha is None:
+            sha = hashlib.sha256(raw).hexdigest()
+        if size is None:
+            size = len(raw)
+        _upsert(conn, schema.quarantine, [{
+            "origin": _text(origin), "reason": _text(reason), "message_id": mid, "raw": raw[:prefix],
+            "sha256": sha, "size": size, "created_at": now}], ["sha256", "reason"])
 
     def record_source_error(self, source: str, reason: str, subscription_id: int | None = None) -> None:
         with self.engine.begin() as conn:
             conn.execute(insert(schema.source_errors).values(
-                subscription_id=subscription_id, source=source, reason=reason, at=utcnow()))
+                subscription_id=subscription_id, source=_text(source), reason=_text(reason), at=utcnow()))
 
     # -- cursors -----------------------------------------------------------------------------
     def _set_cursor(self, conn, key: str, value: Any, now: datetime) -> None:
-        done = conn.execute(update(schema.cursors).where(schema.cursors.c.key == key)
-                            .values(value=value, updated_at=now))
-        if done.rowcount == 0:
-            conn.execute(insert(schema.cursors).values(key=key, value=value, updated_at=now))
+        _upsert(conn, schema.cursors, [{"key": key, "value": value, "updated_at": now}], ["key"],
+                update=["value", "updated_at"])
 
     def get_cursor(self, key: str) -> Any:
         with self.engine.connect() as conn:
@@ -256,7 +308,8 @@ class Store:
     def quarantined(self, limit: int = 100) -> list[dict[str, Any]]:
         q = schema.quarantine
         with self.engine.connect() as conn:
-            rows = conn.execute(select(q.c.id, q.c.origin, q.c.reason, q.c.message_id, q.c.size, q.c.created_at)
+            rows = conn.execute(select(q.c.id, q.c.origin, q.c.reason, q.c.message_id, q.c.size,
+                                       q.c.sha256, func.length(q.c.raw).label("kept"), q.c.created_at)
                                 .order_by(q.c.id.desc()).limit(limit)).mappings().all()
         return [{**dict(r), "created_at": _aware(r["created_at"]).isoformat()} for r in rows]
 

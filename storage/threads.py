@@ -32,8 +32,11 @@ class Node:
 
 
 class ThreadBatch:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, upsert=None) -> None:
+        """``upsert(conn, table, rows, keys, update)``: how new containers are inserted (an
+        upsert, so that two writers never fail on the same placeholder); default plain INSERT."""
         self.conn = conn
+        self.upsert = upsert
         self.nodes: dict[str, Node] = {}
         self.remap: dict[str, str] = {}
         self.queried: set[str] = set()  # ids already looked up in the database
@@ -122,7 +125,9 @@ class ThreadBatch:
             row = {"message_id": mid, "parent_id": n.parent, "root_id": n.root, "present": n.present}
             (updates if n.known else inserts).append(row)
             n.known, n.dirty = True, False
-        if inserts:
+        if inserts and self.upsert is not None:
+            self.upsert(self.conn, thread_nodes, inserts, ["message_id"], ["parent_id", "root_id", "present"])
+        elif inserts:
             self.conn.execute(thread_nodes.insert(), inserts)
         if updates:
             from sqlalchemy import bindparam

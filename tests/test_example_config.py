@@ -36,6 +36,7 @@ from bot.lab.backends.ssh import SSH_KEYS, SshBackend
 from bot.lab.inventory import lab_section, load_machines, make_backend
 from bot.lab.matching import Requirements, match
 from bot.lab.recipes import Limits
+from bot.limits import IngestLimits
 from bot.notify import settings as notify_settings
 from bot.reply import MailSettings
 from bot.service import Service
@@ -189,6 +190,7 @@ def run_loaders(cfg: Config) -> dict:
         "service": Service(None, cfg, web=False),
         "notify": notify_settings.load_settings(cfg),
         "trust": TrustSettings.from_config(cfg),
+        "ingest": IngestLimits.from_config(cfg),
     }
     if cfg.section("mail"):
         out["mail"] = MailSettings.from_config(cfg)
@@ -254,8 +256,9 @@ def read_keys(monkeypatch, cli) -> set[tuple[str, str]]:
     assert {f.name for f in dataclasses.fields(notify_settings.ChatSettings)} <= seen("chat")
     assert {f.name for f in dataclasses.fields(notify_settings.NotifySettings)} \
         - {"irc", "matrix", "routes", "chat", "base_url", "_targets"} <= seen("notify")
-    assert {f.name for f in dataclasses.fields(LoreSettings)} - {"seen_window"} <= seen("lore")  # not configurable
+    assert {f.name for f in dataclasses.fields(LoreSettings)} - {"seen_window", "limits"} <= seen("lore")  # not configurable
     assert {f.name for f in dataclasses.fields(TrustSettings)} <= seen("trust")
+    assert {f.name for f in dataclasses.fields(IngestLimits)} <= seen("ingest")
     assert {"base_url"} <= seen("web") and {"db"} <= seen("storage") and {"repos"} <= seen("kernel")
     # 2. declarative lists of the lab
     from bot.kernel_tree import TreeSpec

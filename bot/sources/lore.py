@@ -46,6 +46,7 @@ import requests
 
 from bot import __version__
 from bot.ingest import Ingester
+from bot.limits import DEFAULT_LIMITS, IngestLimits
 from bot.mail import normalize_msgid
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class LoreSettings:
     max_pages: int = 50
     contact: str | None = None
     seen_window: int = SEEN_WINDOW
+    limits: IngestLimits = DEFAULT_LIMITS  # from [ingest]: bounds on what one message may cost
 
     @classmethod
     def from_config(cls, config: Any) -> "LoreSettings":
@@ -97,6 +99,8 @@ class LoreSettings:
         num("concurrency", int, 1, 8)
         num("max_pages", int, 1, 10000)
         s.contact = sec.get("contact") or None
+        if config is not None:
+            s.limits = IngestLimits.from_config(config)
         return s
 
     @property
@@ -359,7 +363,7 @@ def poll_feed(store, sub: dict[str, Any], settings: LoreSettings, since: str | N
     kind, base, query = sub["kind"], sub["url"].rstrip("/") + "/", sub.get("query") or ""
     origin = f"lore:{base}" + (f"?q={query}" if query else "")
     client = LoreClient(base, settings)
-    ing = Ingester(store)
+    ing = Ingester(store, limits=settings.limits)
     out = PollOutcome(state=state)
     try:
         _poll(store, client, ing, kind, base, query, settings, state, since, origin, out, progress)

@@ -18,6 +18,7 @@ the messages of each chunk, so a crash never moves it past unstored messages.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -26,10 +27,12 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bot.ingest import Ingester
+from bot.limits import DEFAULT_LIMITS, IngestLimits
 from bot.sources.lore import PollOutcome, SourceError, raw_msgid
 
 EPOCH_RE = re.compile(r"^(\d+)\.git$")
@@ -100,9 +103,11 @@ class CatFile:
         self.stdin = self.proc.proc.stdin
         self.stdout = self.proc.proc.stdout
 
-    def fetch(self, specs: list[str]) -> Iterator[tuple[str, bytes | None]]:
+    def fetch(self, specs: list[str], limits: IngestLimits = DEFAULT_LIMITS
+              ) -> Iterator[tuple[str, "bytes | Oversize | None"]]:
         """Yield ``(spec, data or None if missing)`` in order; requests are written by a
-        thread so the pipe never deadlocks."""
+        thread so the pipe never deadlocks.  A blob larger than ``max_message_bytes`` is never
+        held whole: it comes as an Oversize (a prefix, the sha256 and size of the whole)."""
         err: list[BaseException] = []
 
         def writer():
@@ -126,7 +131,10 @@ class CatFile:
             if len(parts) != 3:
                 raise SourceError(f"git cat-file: unexpected answer {header[:80]!r}")
             size = int(parts[2])
-            data = read(size)
+            if size > limits.max_message_bytes:
+                data = _read_oversize(read, size, limits)
+            else:
+                data = read(size)
             read(1)  # LF after the content
             yield spec, data if parts[1] == b"blob" else None
         t.join()
@@ -142,8 +150,31 @@ class CatFile:
             self.proc.proc.kill()
 
 
-def walk_epoch(path: Path, last: str | None, chunk: int = CHUNK
-               ) -> Iterator[list[tuple[str, str, bytes]]]:
+@dataclass
+class Oversize:
+    """A blob too large to ingest: what the quarantine keeps of it."""
+    prefix: bytes
+    sha256: str
+    size: int
+    reason: str
+
+
+def _read_oversize(read, size: int, limits: IngestLimits) -> Oversize:
+    h, prefix, left = hashlib.sha256(), b"", size
+    while left:
+        data = read(min(left, 1 << 20))
+        if not data:
+            raise SourceError("git cat-file ended inside a blob")
+        left -= len(data)
+        h.update(data)
+        if len(prefix) < limits.quarantine_prefix_bytes:
+            prefix += data[:limits.quarantine_prefix_bytes - len(prefix)]
+    return Oversize(prefix, h.hexdigest(), size, f"message too large: {size} bytes > limit "
+                    f"{limits.max_message_bytes} ([ingest] max_message_bytes)")
+
+
+def walk_epoch(path: Path, last: str | None, chunk: int = CHUNK, limits: IngestLimits = DEFAULT_LIMITS
+               ) -> Iterator[list[tuple[str, str, "bytes | Oversize"]]]:
     """Chunks of ``[(commit, "add"|"del", blob)]`` after commit ``last`` (oldest first).  A
     ``last`` that is no longer an ancestor of the tip (history rewritten by a purge) makes the
     walk start over: stored messages come back as duplicates, nothing is lost."""
@@ -161,14 +192,14 @@ def walk_epoch(path: Path, last: str | None, chunk: int = CHUNK
             part = commits[start:start + chunk]
             found: dict[str, tuple[str, bytes]] = {}
             missing: list[str] = []
-            for spec, data in cat.fetch([f"{c}:m" for c in part]):
+            for spec, data in cat.fetch([f"{c}:m" for c in part], limits):
                 c = spec[:-2]
                 if data is None:
                     missing.append(c)
                 else:
                     found[c] = ("add", data)
             if missing:
-                for spec, data in cat.fetch([f"{c}:d" for c in missing]):
+                for spec, data in cat.fetch([f"{c}:d" for c in missing], limits):
                     if data is not None:
                         found[spec[:-2]] = ("del", data)
             yield [(c, *found[c]) if c in found else (c, "skip", b"") for c in part]
@@ -179,7 +210,7 @@ def walk_epoch(path: Path, last: str | None, chunk: int = CHUNK
 def ingest_epochs(store, path_or_dirs: str | os.PathLike | Iterable[tuple[str, Path]], *,
                   cursor_key: str | None = None, origin: str | None = None,
                   chunk: int = CHUNK, progress: Callable[[dict], None] | None = None,
-                  workers: int | None = None) -> dict[str, Any]:
+                  workers: int | None = None, limits: IngestLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """Walk the epochs of a local inbox (or ``[(name, path)]``) from the stored cursor on,
     ingesting every added message and recording deletions.  Returns stats; the cursor value is
     in ``stats["cursor"]``."""
@@ -196,9 +227,9 @@ def ingest_epochs(store, path_or_dirs: str | os.PathLike | Iterable[tuple[str, P
               "deleted_total": int(cursor.get("deleted_total") or 0)}
     stats: dict[str, Any] = {"epochs": {}, "commits": 0, "added": 0, "deleted": 0}
     # created before any git pipe is opened, so its forked parse workers don't hold those pipes
-    ing = Ingester(store, batch_size=chunk + 1, parallel=True, workers=workers)
+    ing = Ingester(store, batch_size=chunk + 1, parallel=True, workers=workers, limits=limits)
     try:
-        _walk_all(store, ing, epochs, key, cursor, location, origin, chunk, progress, stats)
+        _walk_all(store, ing, epochs, key, cursor, location, origin, chunk, progress, stats, limits)
     finally:
         ing.close()
     stats.update(ing.stats)
@@ -208,17 +239,22 @@ def ingest_epochs(store, path_or_dirs: str | os.PathLike | Iterable[tuple[str, P
     return stats
 
 
-def _walk_all(store, ing, epochs, key, cursor, location, origin, chunk, progress, stats) -> None:
+def _walk_all(store, ing, epochs, key, cursor, location, origin, chunk, progress, stats,
+              limits: IngestLimits = DEFAULT_LIMITS) -> None:
     for name, path in epochs:
         ep_origin = f"{origin or 'pigit:' + location}#{name}"
         n_before = stats["commits"]
-        for part in walk_epoch(path, cursor["epochs"].get(name), chunk):
+        for part in walk_epoch(path, cursor["epochs"].get(name), chunk, limits):
             for commit, kind, blob in part:
                 stats["commits"] += 1
-                if kind == "add":
+                if kind == "add" and isinstance(blob, Oversize):
+                    stats["added"] += 1
+                    ing.add(blob.prefix, ep_origin, blob.reason, sha256=blob.sha256, size=blob.size)
+                elif kind == "add":
                     stats["added"] += 1
                     ing.add(blob, ep_origin)
                 elif kind == "del":
+                    blob = blob.prefix if isinstance(blob, Oversize) else blob
                     stats["deleted"] += 1
                     cursor["deleted_total"] += 1
                     cursor["deleted"].append({"message_id": raw_msgid(blob), "epoch": name,
@@ -361,7 +397,8 @@ def poll_git(store, sub: dict[str, Any], settings, home: Path, progress=None) ->
             except ValueError as exc:
                 raise SourceError(str(exc)) from None
         stats = ingest_epochs(store, dirs, cursor_key=f"subscription:{sub['id']}:git",
-                              origin=f"pigit:{url}", progress=progress)
+                              origin=f"pigit:{url}", progress=progress,
+                              limits=getattr(settings, "limits", DEFAULT_LIMITS))
     except SourceError as exc:
         out.error = str(exc)
         return out
