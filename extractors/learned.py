@@ -529,9 +529,10 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         g = model.get("gate_" + name)
         fact = old.get(name)
         keep = g is None or g.prob(gate_features(ex, name, value, fact, out.kind)) >= g.threshold
-        if name == "subsystem" and out.culprit_subject and c.culprit_subject == out.culprit_subject \
-                and fact is not None and fact.sentence == c.culprit_subject:
-            keep = True  # read from the culprit's own title prefix ("mm/slub: ...")
+        if name == "subsystem" and fact is not None and _TITLE_AREA.match(fact.sentence or "") and (
+                (out.culprit_subject and fact.sentence == c.culprit_subject == out.culprit_subject)
+                or fact.sentence in (ex.subject, "Subject: " + (ex.subject or ""))):
+            keep = True  # read from a title's area prefix: the culprit's ("mm/slub: ...") or the report's
         if not keep:
             _set_field(out, name, None)
             facts = [f for f in facts if f.field != name]
@@ -558,6 +559,10 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
 
 _MEM_SIZE = re.compile(r"^(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]))\s*(?:of\s+)?(?:RAM|memory|mem|DRAM|DDR\w*)\b",
                        re.I)
+
+
+# "mm/slub: ...", "[REGRESSION] ext4: ...", "Re: [PATCH] drm/i915: ..." - an area prefix
+_TITLE_AREA = re.compile(r"^(?:Subject:\s*)?(?:(?:re|fwd?|aw)\s*:\s*)*(?:\[[^\]]*\]\s*)*[\w.-]+(?:/[\w.-]+)*\s*:", re.I)
 
 
 def normalise_value(name: str, value):
@@ -612,7 +617,7 @@ def _ordered(good: Candidate, bad: Candidate) -> bool:
     if _HEX.match(good.norm) or _HEX.match(bad.norm):
         return True
     try:
-        return _vkey(good.value) < _vkey(bad.value)
+        return _vkey(good.value) <= _vkey(bad.value)  # equal: two builds of one release (-amd64, -rt-amd64)
     except ValueError:
         return True
 
