@@ -540,9 +540,9 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
             _set_field(out, name, value)
     # arch: the rule's word, else the board / SoC / machine named
     arch = normalise_value("arch", c.hardware.get("arch"))
-    if arch is None and not any(rx.search(ex.clean) for rx, _ in P.ARCH_WORDS):
+    if arch is None:
         guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
-        if guess is not None:
+        if guess is not None and not any(rx.search(ex.clean) for rx, _ in P.ARCH_WORDS):
             arch, span = guess
             facts.append(_fact_span(ex, "arch", arch, span))
     g = model.get("gate_arch")
