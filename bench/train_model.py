@@ -35,7 +35,7 @@ MIN_COUNT = 2
 # regularisation per decision (inverse strength); message models see many sparse words
 C_VALUES = {"is_regression": 0.5, "kind": 0.5}
 C_DEFAULT = 0.3
-THRESHOLDS = {"is_regression": 0.4, "kind": 0.5, "culprit": 0.5, "good": 0.4, "bad": 0.4, "cpu": 0.5, "gate_storage": 0.5, "gate_subsystem": 0.65}
+THRESHOLDS = {"is_regression": 0.4, "kind": 0.5, "culprit": 0.5, "good": 0.4, "bad": 0.4, "cpu": 0.5, "gate_storage": 0.5, "gate_subsystem": 0.65, "gate_filesystem": 0.55, "gate_arch": 0.5}
 GATE_THRESHOLD = 0.35
 
 
