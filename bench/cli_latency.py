@@ -5,9 +5,10 @@
     .venv/bin/python bench/cli_latency.py -- regressions       # any other command line
     .venv/bin/python bench/cli_latency.py --importtime         # plus the slowest imports (python -X importtime)
     .venv/bin/python bench/cli_latency.py --compare HEAD~3     # the same, interleaved with that revision's code
+    .venv/bin/python bench/cli_latency.py --records 100000     # a database of synthetic records (bench/query.py)
 
-The database is a fresh SQLite file in a temporary $REGTRIAGE_HOME (empty: a first, untimed run
-creates the schema), so what is measured is start-up, configuration, the schema check and the
+The database is a fresh SQLite file in a temporary $REGTRIAGE_HOME (empty unless --records: a
+first, untimed run creates the schema), so what is measured is start-up, configuration, the schema check and the
 query itself.  Reports the median (and min, max) of --runs runs: wall time and the CPU time
 (user + sys) of the process, which a busy machine disturbs less; plus `python -c pass`.
 --compare REV checks REV's code out into a temporary directory (git archive) and alternates
@@ -68,11 +69,25 @@ def importtime(cmd: list[str], env: dict, top: int = 12) -> None:
             print(f"  (imports {heavy})")
 
 
+def fill_db(path: Path, n: int) -> None:
+    """n synthetic records (bench/query.py's generator) into the SQLite database at ``path``."""
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from query import fill  # bench/query.py
+
+    from storage.store import Store
+
+    store = Store(f"sqlite:///{path}")
+    fill(store, n)
+    store.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--importtime", action="store_true")
     ap.add_argument("--compare", metavar="REV", help="also time this git revision's code, interleaved")
+    ap.add_argument("--records", type=int, default=0, help="fill the database with this many synthetic records")
     ap.add_argument("args", nargs="*", help="the regtriage command line (default: query ...)")
     a = ap.parse_args()
     args = a.args or DEFAULT
@@ -100,13 +115,16 @@ def main() -> None:
         for label, cmd in cmds.items():
             subprocess.run(cmd, env=envs[label], cwd=envs[label]["REGTRIAGE_HOME"], check=True,
                            stdout=subprocess.DEVNULL)  # creates the schema, warms the caches
+            if a.records:
+                fill_db(Path(envs[label]["REGTRIAGE_HOME"]) / "regtriage.sqlite3", a.records)
         samples: dict[str, list] = {label: [] for label in cmds}
         base = []
         for _ in range(a.runs):
             base.append(run([sys.executable, "-c", "pass"], env))
             for label, cmd in cmds.items():
                 samples[label].append(run(cmd, envs[label]))
-        print(f"regtriage {' '.join(args)}  (empty SQLite database, {a.runs} runs, load average "
+        what = f"{a.records} records" if a.records else "empty SQLite database"
+        print(f"regtriage {' '.join(args)}  ({what}, {a.runs} runs, load average "
               f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)")
         for label in cmds:
             report(label, samples[label])
