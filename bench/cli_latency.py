@@ -10,7 +10,9 @@
 The database is a fresh SQLite file in a temporary $REGTRIAGE_HOME (empty unless --records: a
 first, untimed run creates the schema), so what is measured is start-up, configuration, the schema check and the
 query itself.  Reports the median (and min, max) of --runs runs: wall time and the CPU time
-(user + sys) of the process, which a busy machine disturbs less; plus `python -c pass`.
+(user + sys) of the process, which a busy machine disturbs less; plus `python -c pass` and a
+process that only imports what the command cannot do without (click, SQLAlchemy, rich): the
+floor for this design on this machine.
 --compare REV checks REV's code out into a temporary directory (git archive) and alternates
 runs of it and of the working tree, the same interpreter and packages for both, so that both
 figures see the same load.
@@ -118,9 +120,11 @@ def main() -> None:
             if a.records:
                 fill_db(Path(envs[label]["REGTRIAGE_HOME"]) / "regtriage.sqlite3", a.records)
         samples: dict[str, list] = {label: [] for label in cmds}
-        base = []
+        base, floor = [], []
+        imports = "import click, sqlalchemy, sqlalchemy.dialects.sqlite, rich.console, rich.table"
         for _ in range(a.runs):
             base.append(run([sys.executable, "-c", "pass"], env))
+            floor.append(run([sys.executable, "-c", imports], env))
             for label, cmd in cmds.items():
                 samples[label].append(run(cmd, envs[label]))
         what = f"{a.records} records" if a.records else "empty SQLite database"
@@ -129,6 +133,7 @@ def main() -> None:
         for label in cmds:
             report(label, samples[label])
         report("python -c pass", base)
+        report("imports only (floor)", floor)
         if a.importtime:
             label = next(iter(cmds))
             importtime(cmds[label], envs[label])
