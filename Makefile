@@ -18,10 +18,14 @@ $(VENV)/.installed: setup.cfg pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
-DEMO = $(BIN)/regtriage --config deploy/demo.toml
+# The demo keeps its own state (database, outbox) under .demo/, never in the default
+# $$REGTRIAGE_HOME the real bot uses; --db wins over $$REGTRIAGE_DB too.
+DEMO_HOME ?= $(CURDIR)/.demo
+DEMO = REGTRIAGE_HOME="$(DEMO_HOME)" $(BIN)/regtriage --config deploy/demo.toml --db "sqlite:///$(DEMO_HOME)/regtriage.sqlite3"
 DEMO_RECORD = $$($(DEMO) query 'open regressions in mm/' --json | $(BIN)/python -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 
 demo: install
+	@echo "== demo state in $(DEMO_HOME) (make clean removes it)"
 	@echo "== ingest the bundled real kernel-list messages (claims are extracted and tracked on the way)"
 	$(DEMO) ingest tests/data/corpus tests/data/threads
 	@echo "== threads"
@@ -63,4 +67,4 @@ bench: install
 	$(BIN)/python bench/stats_power.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info .demo

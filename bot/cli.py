@@ -45,7 +45,19 @@ from bot.clitools import table as _table  # noqa: E402
 
 
 class Group(click.Group):
-    """Turns any unexpected failure into a one-line error instead of a traceback."""
+    """Turns any unexpected failure into a one-line error instead of a traceback; loads the
+    commands of other modules when they are asked for (LAZY_COMMANDS)."""
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands:
+            _register_subcommands(LAZY_COMMANDS.get(cmd_name))
+            if cmd_name not in self.commands:
+                _register_subcommands()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx):
+        _register_subcommands()
+        return super().list_commands(ctx)
 
     def invoke(self, ctx):
         try:
@@ -444,21 +456,29 @@ def stats(good_path, bad_path, higher_is_better, claimed, alpha, noise, as_json)
         click.echo(f"  {r}")
 
 
-def _register_subcommands() -> None:
-    from bot.lab.lab_cli import register as register_lab
-    from bot.notify.notify_cli import register as register_notify
-    from bot.reply_cli import register as register_reply
-    from bot.tracker_cli import register as register_tracker
-    from bot.web_cli import register as register_web
+# Commands defined in other modules, imported when one of them is asked for (start-up: a
+# command loads its own module only).  A name missing here still works: an unknown name
+# registers every module before click looks again.
+LAZY_COMMANDS = {
+    "query": "bot.tracker_cli", "track": "bot.tracker_cli", "regressions": "bot.tracker_cli",
+    "record": "bot.tracker_cli", "set-status": "bot.tracker_cli",
+    "reply": "bot.reply_cli", "replies": "bot.reply_cli",
+    "serve": "bot.web_cli",
+    "lab": "bot.lab.lab_cli", "rerun": "bot.lab.lab_cli", "jobs": "bot.lab.lab_cli",
+    "notify": "bot.notify.notify_cli",
+}
+_registered: set[str] = set()
 
-    register_tracker(main)
-    register_reply(main)
-    register_web(main)
-    register_lab(main)
-    register_notify(main)
 
+def _register_subcommands(module: str | None = None) -> None:
+    """Add the commands of ``module`` (one of LAZY_COMMANDS' values; None: all) to ``main``."""
+    import importlib
 
-_register_subcommands()
+    for name in sorted(set(LAZY_COMMANDS.values())) if module is None else [module]:
+        if name not in _registered:
+            _registered.add(name)
+            importlib.import_module(name).register(main)
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -430,11 +430,20 @@ def parse_query(text: str | list[str] | tuple[str, ...], *, now: datetime | None
         f.text.append(tok.strip(",;"))
         i += 1
     f.kinds = list(dict.fromkeys(f.kinds))
-    from extractors.subsystems import canonical  # records store core-kernel areas by short name
-
-    f.subsystems = list(dict.fromkeys(canonical(x) or x for x in f.subsystems))
+    f.subsystems = list(dict.fromkeys(_canonical(x) or x for x in f.subsystems))
     f.components = list(dict.fromkeys(f.components))
     return f
+
+
+def _canonical(subsystem: str) -> str | None:
+    """extractors.subsystems.canonical (records store core-kernel areas by short name), imported
+    only when it can change more than the slashes: loading the extractors package costs start-up."""
+    s = subsystem.strip().strip("/")
+    if "kernel" not in s:
+        return s or None
+    from extractors.subsystems import canonical
+
+    return canonical(subsystem)
 
 
 # -- running -------------------------------------------------------------------------------------
@@ -456,7 +465,6 @@ def build_select(f: Filter, *, columns=None, dialect: str | None = None):
     (SQLite's LIKE is case-insensitive and cannot use the index)."""
     from sqlalchemy import and_, or_, select
 
-    from bot.tracker import version_key
     from storage.tracker_schema import regressions as r
 
     conds = []
@@ -492,6 +500,8 @@ def build_select(f: Filter, *, columns=None, dialect: str | None = None):
     if f.updated_since is not None:
         conds.append(r.c.updated_at >= f.updated_since)
     if f.since_version:
+        from bot.tracker import version_key
+
         key = version_key(f.since_version, cycle=True)
         if key is None:
             raise QueryError(f"not a kernel release: {f.since_version!r}")
@@ -508,21 +518,39 @@ def build_select(f: Filter, *, columns=None, dialect: str | None = None):
 
 def run_query(store, f: Filter, *, limit: int = 50, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     """(records, total matching): record rows, most recently updated first."""
-    from sqlalchemy import func, select
-
     import storage.tracker_schema as ts
-    from bot.tracker import _aware
 
     r = ts.regressions
     dialect = store.engine.dialect.name
-    q = (build_select(f, dialect=dialect).order_by(r.c.updated_at.desc(), r.c.id.desc())
-         .limit(max(0, int(limit))).offset(offset))
-    count_q = select(func.count()).select_from(build_select(f, columns=[r.c.id], dialect=dialect).subquery())
+    return fetch_page(store, build_select(f, dialect=dialect), build_select(f, columns=[r.c.id], dialect=dialect),
+                      limit=limit, offset=offset)
+
+
+def fetch_page(store, rows_q, ids_q, *, limit: int, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """(one page of ``rows_q``'s record rows, most recently updated first; how many ``ids_q``
+    selects) in one statement: the total rides along as an uncorrelated scalar subquery (the
+    database computes it once).  Only a page that comes back empty past the first row costs a
+    second statement, for the total."""
+    from sqlalchemy import func, select
+
+    import storage.tracker_schema as ts
+    from storage.store import aware
+
+    r = ts.regressions
+    count_q = select(func.count()).select_from(ids_q.subquery())
+    q = (rows_q.add_columns(count_q.scalar_subquery().label("_total"))
+         .order_by(r.c.updated_at.desc(), r.c.id.desc()).limit(max(0, int(limit))).offset(offset))
     with store.engine.connect() as conn:
-        rows = [dict(x) for x in conn.execute(q).mappings()]
-        total = conn.execute(count_q).scalar_one()
+        rows = [dict(x) for x in conn.execute(q).mappings()] if limit > 0 else []
+        if rows:
+            total = rows[0]["_total"]
+        elif offset > 0 or limit <= 0:
+            total = conn.execute(count_q).scalar_one()
+        else:
+            total = 0
     for x in rows:
-        x["created_at"], x["updated_at"] = _aware(x["created_at"]), _aware(x["updated_at"])
+        del x["_total"]
+        x["created_at"], x["updated_at"] = aware(x["created_at"]), aware(x["updated_at"])
     return rows, total
 
 

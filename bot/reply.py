@@ -107,6 +107,9 @@ class ReplyError(Exception):
     """The reply cannot be composed (no such record, nothing to answer ...)."""
 
 
+PLACEHOLDER_FROM = "regtriage <regtriage@example.invalid>"  # `reply --stdout` without [mail] from
+
+
 class SendError(Exception):
     """Sending failed; the message is safe to show (no secrets)."""
 
@@ -155,9 +158,12 @@ class MailSettings:
     hourly_limit: int = 10
     max_recipients: int = 30
     reply_to: str = "author+list"  # author+list | all
+    placeholder_from: bool = False  # ``from`` was not set: PLACEHOLDER_FROM stands in (--stdout only)
 
     @classmethod
-    def from_config(cls, config) -> "MailSettings":
+    def from_config(cls, config, *, placeholder: bool = False) -> "MailSettings":
+        """``placeholder``: without ``[mail] from``, use PLACEHOLDER_FROM (and say so in
+        ``placeholder_from``) instead of refusing -- for a dry run that only prints."""
         mail = config.section("mail")
         web = config.section("web")
         where = f"[mail] in {config.path}" if config.path else "[mail]"
@@ -182,6 +188,9 @@ class MailSettings:
             return tuple(x.strip().lower() for x in v if x.strip())
 
         sender = get("from", str, None)
+        placeholder_from = False
+        if not sender and placeholder:
+            sender, placeholder_from = PLACEHOLDER_FROM, True
         if not sender:
             raise ConfigError(f"{where}: 'from' is not set (e.g. from = \"regtriage <regtriage@example.org>\")")
         name, addr = parseaddr(clean_text(sender))
@@ -223,7 +232,7 @@ class MailSettings:
             bot_addresses=addr_list("bot_addresses"),
             thread_limit=get("thread_limit", int, 1), thread_window_hours=get("thread_window_hours", float, 24.0),
             hourly_limit=get("hourly_limit", int, 10), max_recipients=get("max_recipients", int, 30),
-            reply_to=reply_to)
+            reply_to=reply_to, placeholder_from=placeholder_from)
 
     @property
     def own_addresses(self) -> set[str]:
@@ -962,7 +971,7 @@ def run_reply(store, config, rid: int, *, mode: str = "dry-run", force: bool = F
         raise ValueError(mode)
     if force and mode == "send":
         raise ReplyError("--force only re-does a dry run: a reply is never sent twice")
-    settings = MailSettings.from_config(config)
+    settings = MailSettings.from_config(config, placeholder=mode == "stdout")
     now = now or datetime.now(timezone.utc)
     e = entry(store, rid)
     if e is None:
@@ -998,6 +1007,9 @@ def run_reply(store, config, rid: int, *, mode: str = "dry-run", force: bool = F
     policy_reason = check_recipients(c, settings)
 
     if mode == "stdout":
+        if settings.placeholder_from:
+            info["notes"].insert(0, f"[mail] from is not set: the sender shown is a placeholder, {PLACEHOLDER_FROM} "
+                                    "(set [mail] from before drafting or sending)")
         if policy_reason:
             info["notes"].append(f"--send would refuse: {policy_reason}")
         return Outcome("printed", message=f"reply to #{rid} for event {kind}", text=message_bytes(c.msg).decode(

@@ -97,4 +97,6 @@ def console(stderr: bool = False):
             return super()._render_buffer(
                 s if s.control else Segment(visible(s.text), s.style, s.control) for s in buffer)
 
-    return SafeConsole(file=unwrap(sys.stderr if stderr else sys.stdout), highlight=False)
+    # emoji=False: no ":name:" in any printed string becomes an emoji (and rich._emoji_codes is
+    # not loaded: start-up)
+    return SafeConsole(file=unwrap(sys.stderr if stderr else sys.stdout), highlight=False, emoji=False)

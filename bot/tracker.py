@@ -941,25 +941,49 @@ def find_record(store: Store, ident: str) -> int | None:
 def get_record(store: Store, rid: int) -> dict[str, Any] | None:
     """The record row plus ``messages`` (related, with subject/from/date where stored),
     ``history`` (oldest first) and ``duplicates`` (ids of records marked duplicate of it)."""
+    return get_records(store, [rid]).get(rid)
+
+
+def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[dict] | None = None
+                ) -> dict[int, dict[str, Any]]:
+    """:func:`get_record` for several records at once: {id: record} in four statements
+    whatever the number of ids (the web's pages and the API list use it); three when ``rows``,
+    the records' rows as a query over ``regressions`` returned them, are given."""
+    ids = list(dict.fromkeys(int(i) for i in ids))
+    if not ids:
+        return {}
     r, rm, h, m = ts.regressions, ts.regression_messages, ts.regression_history, schema.messages
+    out: dict[int, dict[str, Any]] = {}
     with store.engine.connect() as conn:
-        row = conn.execute(select(r).where(r.c.id == rid)).mappings().first()
-        if row is None:
-            return None
-        rec = dict(row)
-        msgs = conn.execute(
-            select(rm.c.message_id, rm.c.relation, rm.c.url, rm.c.title, rm.c.activity, rm.c.added_by,
-                   m.c.subject, m.c.from_addr, m.c.date)
-            .select_from(rm.outerjoin(m, m.c.message_id == rm.c.message_id))
-            .where(rm.c.regression_id == rid).order_by(m.c.date.asc().nulls_last(), rm.c.id)).mappings().all()
-        hist = conn.execute(select(h).where(h.c.regression_id == rid).order_by(h.c.id)).mappings().all()
-        dups = conn.execute(select(r.c.id).where(r.c.duplicate_of == rid).order_by(r.c.id)).scalars().all()
-    for k in ("created_at", "updated_at"):
-        rec[k] = _aware(rec[k])
-    rec["messages"] = [{**dict(x), "date": _aware(x["date"])} for x in msgs]
-    rec["history"] = [{**dict(x), "at": _aware(x["at"])} for x in hist]
-    rec["duplicates"] = list(dups)
-    return rec
+        if rows is not None:
+            wanted = set(ids)
+            found_rows = [x for x in rows if x["id"] in wanted]
+        else:
+            found_rows = conn.execute(select(r).where(r.c.id.in_(ids))).mappings()
+        for row in found_rows:
+            rec = dict(row)
+            for k in ("created_at", "updated_at"):
+                rec[k] = _aware(rec[k])
+            rec["messages"], rec["history"], rec["duplicates"] = [], [], []
+            out[rec["id"]] = rec
+        if not out:
+            return out
+        found = list(out)
+        for x in conn.execute(
+                select(rm.c.regression_id, rm.c.message_id, rm.c.relation, rm.c.url, rm.c.title, rm.c.activity,
+                       rm.c.added_by, m.c.subject, m.c.from_addr, m.c.date)
+                .select_from(rm.outerjoin(m, m.c.message_id == rm.c.message_id))
+                .where(rm.c.regression_id.in_(found))
+                .order_by(rm.c.regression_id, m.c.date.asc().nulls_last(), rm.c.id)).mappings():
+            d = dict(x)
+            rid = d.pop("regression_id")
+            out[rid]["messages"].append({**d, "date": _aware(d["date"])})
+        for x in conn.execute(select(h).where(h.c.regression_id.in_(found)).order_by(h.c.id)).mappings():
+            out[x["regression_id"]]["history"].append({**dict(x), "at": _aware(x["at"])})
+        for rid, dup in conn.execute(select(r.c.duplicate_of, r.c.id).where(r.c.duplicate_of.in_(found))
+                                     .order_by(r.c.id)):
+            out[rid]["duplicates"].append(dup)
+    return out
 
 
 def record_ids(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:

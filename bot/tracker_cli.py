@@ -21,7 +21,8 @@ def _console():
 
 
 def _print_records(rows, total: int, understood: str | None = None) -> None:
-    table = _table("id", "status", "kind", "subsystem", "culprit", "reported", "title")
+    table = _table("id", "status", "kind", "subsystem", "culprit", "reported", "title",
+                   keep=("id", "status", "culprit"), optional=("kind", "reported"), wide=("title",))
     for r in rows:
         table.add_row(str(r["id"]), r["status"], r.get("kind") or "", r.get("subsystem") or "",
                       (r.get("culprit_commit") or "")[:12],

@@ -133,13 +133,41 @@ def _reruns(store, rid: int) -> list[dict[str, Any]]:
         raise
 
 
-def entries(store, ids) -> list[dict[str, Any]]:
+def entries(store, ids, *, rows=None) -> list[dict[str, Any]]:
+    """The entries of several records, in the order of ``ids`` (unknown ids left out), read in
+    a fixed number of statements however many there are (five: records, messages, history,
+    duplicates, reruns; four when ``rows``, their record rows as a query returned them, are
+    given)."""
+    from bot.tracker import get_records
+
+    ids = [int(i) for i in ids]
+    recs = get_records(store, ids, rows=rows)
+    reruns = _reruns_many(store, [i for i in ids if i in recs])
     out = []
     for rid in ids:
-        e = entry(store, rid)
-        if e is not None:
+        if rid in recs:
+            e = build_entry(recs[rid])
+            e["reruns"] = reruns.get(rid, [])
             out.append(e)
     return out
+
+
+def _reruns_many(store, ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """{id: finished lab reruns} (bot.lab.reruns); {} without the lab's tables."""
+    if not ids:
+        return {}
+    try:
+        from bot.lab.reruns import reruns_for_many
+    except ImportError:
+        return {}
+    try:
+        return reruns_for_many(store, ids)
+    except Exception as exc:  # noqa: BLE001 - no lab tables (older database): no reruns
+        from sqlalchemy.exc import OperationalError, ProgrammingError
+
+        if isinstance(exc, (OperationalError, ProgrammingError)):
+            return {}
+        raise
 
 
 # -- rendering -------------------------------------------------------------------------------------

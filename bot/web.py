@@ -135,9 +135,8 @@ def search(store, q: str = "", *, status: str = "", subsystem: str = "", kind: s
             raise SearchError(str(exc)) from None
         return rows, total, one.describe()
 
-    from sqlalchemy import func, select
-
     import storage.tracker_schema as ts
+    from bot.query import fetch_page
 
     r = ts.regressions
     dialect = store.engine.dialect.name
@@ -147,14 +146,7 @@ def search(store, q: str = "", *, status: str = "", subsystem: str = "", kind: s
         ids_only = build_select(g, columns=[r.c.id], dialect=dialect).where(r.c.id.in_(inner))
     except QueryError as exc:
         raise SearchError(str(exc)) from None
-    page = both.order_by(r.c.updated_at.desc(), r.c.id.desc()).limit(max(0, int(limit))).offset(offset)
-    with store.engine.connect() as conn:
-        rows = [dict(x) for x in conn.execute(page).mappings()]
-        total = conn.execute(select(func.count()).select_from(ids_only.subquery())).scalar_one()
-    for x in rows:
-        for k in ("created_at", "updated_at"):
-            if x.get(k) is not None and x[k].tzinfo is None:
-                x[k] = x[k].replace(tzinfo=timezone.utc)
+    rows, total = fetch_page(store, both, ids_only, limit=limit, offset=offset)
     return rows, total, f"{f.describe()} AND {g.describe()}"
 
 
@@ -678,7 +670,8 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
         e = entry(store, rid)
         if e is None:
             raise HTTPException(404, f"no regression record {rid}")
-        with_reruns(store, e, source)
+        if reruns is not None:  # the entry has the lab's reruns already
+            with_reruns(store, e, source)
         return page("regression.html", request, e=e, evidence=evidence_items(e),
                     reruns=[rerun_view(r) for r in e["reruns"]])
 
@@ -691,7 +684,9 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
                                     kind=form["kind"], text=form["text"], limit=limit, offset=offset)
         except SearchError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        items = [with_reruns(store, e, source) for e in entries(store, [r["id"] for r in rows])]
+        items = entries(store, [r["id"] for r in rows], rows=rows)  # the lab's reruns too; a fixed number of statements
+        if reruns is not None:  # another source fills in what the lab has not
+            items = [with_reruns(store, e, source) for e in items]
         headers = {"X-Total-Count": str(total)}
         if limit and offset + limit < total:
             keep = {k: v for k, v in form.items() if v}
@@ -704,7 +699,7 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
         e = entry(store, rid)
         if e is None:
             return JSONResponse({"error": f"no regression record {rid}"}, status_code=404)
-        return JSONResponse(with_reruns(store, e, source))
+        return JSONResponse(with_reruns(store, e, source) if reruns is not None else e)
 
     def feed(request: Request):
         base = str(request.base_url)

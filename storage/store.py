@@ -12,6 +12,7 @@ from sqlalchemy import create_engine, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 
 from storage import schema
+from storage.migrations import HEAD as MIGRATIONS_HEAD
 from storage.threads import ThreadBatch
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -58,10 +59,14 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _aware(dt: datetime | None) -> datetime | None:
-    if dt is not None and dt.tzinfo is None:  # SQLite hands back naive datetimes
+def aware(dt: datetime | None) -> datetime | None:
+    """A datetime read back from the database, timezone-aware (SQLite hands back naive UTC)."""
+    if dt is not None and dt.tzinfo is None:
         return dt.replace(tzinfo=timezone.utc)
     return dt
+
+
+_aware = aware
 
 
 @dataclass
@@ -95,10 +100,30 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         if migrate:
-            self.migrate()
+            self.ensure_schema()
 
     # -- schema ------------------------------------------------------------------------------
+    def ensure_schema(self) -> bool:
+        """Create or upgrade the schema when needed; True when Alembic had to run.  When the
+        stored revision is the head this build knows (storage.migrations.HEAD) that is one
+        read of ``alembic_version`` and Alembic is not even imported."""
+        if self.stored_revisions() == [MIGRATIONS_HEAD]:
+            return False
+        self.migrate()
+        return True
+
+    def stored_revisions(self) -> list[str] | None:
+        """The rows of ``alembic_version`` (None: no such table yet), read without Alembic."""
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            with self.engine.connect() as conn:
+                return [r for (r,) in conn.exec_driver_sql("SELECT version_num FROM alembic_version")]
+        except DBAPIError:  # a new database: no table yet
+            return None
+
     def migrate(self) -> None:
+        """Run Alembic's upgrade to head (idempotent, but it loads every migration script)."""
         from alembic import command
         from alembic.config import Config as AlembicConfig
 

@@ -62,3 +62,28 @@ def test_wheel_install_finds_its_templates(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert Path(out.stdout.strip()) == prefix / "share" / "regtriage" / "templates"
+
+
+def test_make_demo_keeps_its_own_state(tmp_path):
+    """`make demo` writes into its own directory (DEMO_HOME, default .demo/), never into the
+    default $REGTRIAGE_HOME or $REGTRIAGE_DB database the real bot uses."""
+    import shutil
+
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    real_home, demo_home = tmp_path / "real-home", tmp_path / "demo-home"
+    real_home.mkdir()
+    env = dict(os.environ, REGTRIAGE_HOME=str(real_home),
+               REGTRIAGE_DB=f"sqlite:///{real_home / 'real.sqlite3'}")
+    env.pop("REGTRIAGE_CONFIG", None)
+    bindir = str(Path(sys.executable).parent)
+    r = subprocess.run(["make", "-s", "-o", "install", "demo", f"DEMO_HOME={demo_home}", f"BIN={bindir}"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "#regzbot" in r.stdout  # the reply was printed
+    assert (demo_home / "regtriage.sqlite3").is_file()
+    assert list(real_home.iterdir()) == []
+    dry = subprocess.run(["make", "-n", "-o", "install", "demo"], cwd=ROOT, capture_output=True, text=True)
+    lines = [ln for ln in dry.stdout.splitlines() if "bin/regtriage" in ln]
+    assert lines and all(f'REGTRIAGE_HOME="{ROOT}/.demo"' in ln and f'--db "sqlite:///{ROOT}/.demo/' in ln
+                         for ln in lines), dry.stdout

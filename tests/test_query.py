@@ -226,3 +226,38 @@ def test_core_kernel_areas_by_short_name():
     for q in ("open regressions in kernel/sched", "open regressions in sched", "subsystem:kernel/sched",
               "open regressions in the scheduler"):
         assert parse_query(q).subsystems == ["sched"], q
+
+
+def test_subsystem_canonical_without_loading_the_extractors():
+    from bot.query import _canonical
+    from extractors.subsystems import canonical
+
+    for value in ("mm/", "mm", " fs/xfs/ ", "kernel/sched", "kernel/sched/", "kernel", "kernel/", "/", "drivers/kernelx",
+                  "sched"):
+        assert _canonical(value) == canonical(value), value
+
+
+def test_page_and_total_in_one_statement_and_past_the_end(store, records):
+    from sqlalchemy import event
+
+    from bot.query import run_query
+
+    seen = []
+
+    def count(*args):
+        seen.append(args[2])
+
+    event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        rows, total = run_query(store, q("status:all"), limit=3)
+        assert len(rows) == 3 and total == len(records) and len(seen) == 1
+        seen.clear()
+        rows, total = run_query(store, q("status:all"), limit=3, offset=100)  # an empty page still knows the total
+        assert rows == [] and total == len(records)
+        seen.clear()
+        rows, total = run_query(store, q("text:nothing-matches-this"), limit=3)
+        assert rows == [] and total == 0 and len(seen) == 1
+        rows, total = run_query(store, q("status:all"), limit=0)
+        assert rows == [] and total == len(records)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", count)

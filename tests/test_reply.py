@@ -513,6 +513,28 @@ def test_dry_run_outbox_and_stdout(store, cli, tmp_path, home):
     assert cli("reply", "999", db=store.url).exit_code == 1
 
 
+def test_stdout_dry_run_needs_no_mail_from(store, cli, tmp_path, home):
+    """`reply ID --stdout` prints the reply with a placeholder sender, and says so, when
+    [mail] from is not set; drafting and sending still refuse without it."""
+    from bot.reply import PLACEHOLDER_FROM
+
+    build(store, A1, A2)
+    rid = rid_of(store, "reg-a1@example.org")
+    write_config(tmp_path / "regtriage.toml", **{"from": None})
+    out = cli("reply", rid, "--stdout", db=store.url)
+    assert out.exit_code == 0, out.output
+    printed = email.message_from_string(out.stdout, policy=policy.default)
+    assert printed["From"] == PLACEHOLDER_FROM and printed["Subject"].startswith("Re: [REGRESSION] page_fault1")
+    assert "@example.invalid>" in printed["Message-ID"]
+    assert "[mail] from is not set" in out.stderr and "placeholder" in out.stderr
+    as_json = json.loads(cli("reply", rid, "--stdout", "--json", db=store.url).stdout)
+    assert any("placeholder" in n for n in as_json["notes"])
+    assert reply_rows(store, rid) == []  # nothing recorded
+    drafted = cli("reply", rid, db=store.url)
+    assert drafted.exit_code != 0 and "'from' is not set" in drafted.output
+    assert reply_rows(store, rid) == []
+
+
 # -- compose: the pure function ---------------------------------------------------------------------
 def _settings(**mail):
     from bot.config import Config

@@ -591,3 +591,87 @@ def test_backend_work_dir_is_pinned_in_the_job(store, tmp_path, monkeypatch):
                  "builds": {"good-1": "image:/k/good", "bad-1": "image:/k/bad"}}}
     job = schedule_rerun(store, c, record(store))
     assert job["backend_config"]["qemu"]["work_dir"] == str(tmp_path / "rel" / "lab")
+
+
+# ------------------------------------------------------------------ listings at 80 columns, rerun --dry-run
+LONG_LAB = """
+[lab]
+runs = 5
+warmup = 0
+[lab.builds]
+"good-1" = "image:/k/good"
+"bad-1" = "image:/k/bad"
+[[lab.machines]]
+name = "epyc-7763-rack12-node03"
+arch = "x86_64"
+backend = "fake"
+cpu = "AMD EPYC 7763 64-Core Processor"
+cores = 128
+memory = "512G"
+storage = ["nvme", "ssd"]
+filesystems = ["ext4", "xfs", "btrfs"]
+tags = ["perf", "numa", "big"]
+"""
+
+
+def _lab_cli(cli, tmp_path, toml=LONG_LAB):
+    from bot.cli import main
+
+    if "rerun" not in main.commands:
+        from bot.lab.lab_cli import register
+
+        register(main)
+    (tmp_path / "regtriage.toml").write_text(toml)
+    from bot.config import load
+    from storage.store import Store
+
+    store = Store(load().db_url)
+    return store
+
+
+def _no_ellipsis_in(output: str, *cells: str) -> None:
+    assert "…" not in output, output
+    for c in cells:
+        assert c in output, (c, output)
+    assert all(len(line) <= 80 for line in output.splitlines()), output
+
+
+def test_listings_readable_at_80_columns(cli, home, tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.setenv("COLUMNS", "80")
+    store = _lab_cli(cli, tmp_path)
+    rids = [record(store, title="page_fault1 throughput -14.6% regression on 128 threads with THP enabled "
+                                 "in the will-it-scale benchmark")
+            for _ in range(3)]
+    store.close()
+    for rid in rids[:2]:
+        assert json.loads(cli("rerun", str(rid), "--json").output)["state"] == "queued"
+    cli("lab", "work", "--once")  # one job is running on the machine now
+    jobs = json.loads(cli("jobs", "--json").output)
+    states = {j["state"] for j in jobs}
+    assert "running" in states
+    lab = cli("lab", "list").output
+    _no_ellipsis_in(lab, "epyc-7763-rack12-node03", "fake", f"job {jobs[0]['id']}" if jobs[0]["state"] == "running"
+                    else f"job {jobs[1]['id']}")
+    out = cli("jobs").output
+    _no_ellipsis_in(out, *[str(j["id"]) for j in jobs], "running", "queued", "epyc-7763-rack12-node03")
+    regs = cli("regressions").output
+    _no_ellipsis_in(regs, *[f"{r}" for r in rids], "rerun-scheduled", "triaged")
+    assert "page_fault1" in regs and "benchmark" in regs  # the title wraps, whole
+
+
+def test_rerun_dry_run_is_text_unless_json(cli, home, tmp_path):
+    import json
+
+    store = _lab_cli(cli, tmp_path)
+    rid = record(store)
+    store.close()
+    out = cli("rerun", str(rid), "--dry-run")
+    assert out.exit_code == 0, out.output
+    assert not out.output.lstrip().startswith(("{", "[")), out.output
+    assert "dd-seqwrite" in out.output and "nothing scheduled" in out.output
+    assert "machine:  epyc-7763-rack12-node03" in out.output
+    data = json.loads(cli("rerun", str(rid), "--dry-run", "--json").output)
+    assert data["plan"]["recipe"]["name"] == "dd-seqwrite" and data["match"]["best"] == "epyc-7763-rack12-node03"
+    assert json.loads(cli("jobs", "--all", "--json").output) == []  # nothing scheduled either way

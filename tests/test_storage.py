@@ -26,6 +26,73 @@ def test_migrations_reach_head(store):
     store.migrate()  # idempotent
 
 
+def test_head_revision_known_without_alembic_is_alembics_head():
+    """storage.migrations.HEAD must be bumped with every new migration."""
+    from alembic.script import ScriptDirectory
+
+    from storage.migrations import HEAD
+    from storage.store import MIGRATIONS
+
+    assert ScriptDirectory(str(MIGRATIONS)).get_current_head() == HEAD
+
+
+def test_current_schema_is_one_read_and_no_alembic(db_url, monkeypatch):
+    """Opening a database whose schema is current reads alembic_version once and never runs
+    (or imports) Alembic; a new or older one is still migrated."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    from storage.migrations import HEAD
+    from storage.store import Store
+
+    first = Store(db_url)  # a new database: migrated
+    assert first.revision() == HEAD
+    first.close()
+    statements = []
+
+    def seen(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    def no_alembic(self):
+        raise AssertionError("Alembic ran although the schema is current")
+
+    monkeypatch.setattr(Store, "migrate", no_alembic)
+    event.listen(Engine, "before_cursor_execute", seen)
+    try:
+        again = Store(db_url)
+        assert again.ensure_schema() is False
+    finally:
+        event.remove(Engine, "before_cursor_execute", seen)
+    assert statements == ["SELECT version_num FROM alembic_version"] * 2
+    monkeypatch.undo()
+    with again.engine.begin() as conn:  # an older schema: Alembic runs
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0006'")
+    ran = []
+    monkeypatch.setattr(Store, "migrate", lambda self: ran.append(True))
+    assert again.ensure_schema() is True and ran == [True]
+    again.close()
+
+
+def test_cli_query_on_a_current_schema_loads_neither_alembic_nor_the_extractors(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, REGTRIAGE_HOME=str(tmp_path))
+    env.pop("REGTRIAGE_DB", None)
+    env.pop("REGTRIAGE_CONFIG", None)
+    probe = ("import atexit, sys\n"
+             "atexit.register(lambda: print('LOADED', sorted(m for m in ('alembic', 'spacy', 'extractors', "
+             "'jinja2', 'bot.tracker') if m in sys.modules), file=sys.stderr))\n"
+             "from bot.cli import main\n"
+             "main(['query', 'open regressions in mm/'])\n")
+    runs = [subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs
+    assert "LOADED ['alembic'" in runs[0].stderr  # the first run creates the schema
+    assert "LOADED []" in runs[1].stderr, runs[1].stderr
+
+
 def test_raw_bytes_kept_exactly_and_duplicates(store):
     raw = eml("a@x", body="caf\xe9 r\xe9gression\r\n").replace(b"\n", b"\r\n")
     assert [o.status for o in put(store, raw)] == ["stored"]

@@ -61,8 +61,31 @@ def _print_match(m: dict) -> None:
     con.print(f"best: {best}" if best else "no machine fits")
 
 
+def _print_plan(rid: int, out: dict) -> None:
+    """A dry run's plan and machine (``schedule_rerun(..., dry_run=True)``), for people."""
+    p = out["plan"]
+    r = p["recipe"]
+    click.echo(f"record #{rid}")
+    click.echo(f"workload: {p['recipe_reason']}")
+    if r:
+        click.echo(f"  recipe {r['name']} {r['params']} -> {r['metric']}")
+    click.echo(f"builds:   {p['builds_reason'] or '-'}")
+    click.echo(f"  good {p['builds_text']['good']}\n  bad  {p['builds_text']['bad']}")
+    click.echo(f"runs:     {p['runs']} per build, {p['order']}, {p['warmup']} warm-up per batch, "
+               f"{p['samples_per_batch']} sample(s) per batch, extended up to {p['max_runs']}")
+    for n in p["notes"]:
+        click.echo(f"note:     {n}")
+    for d in p["declined"]:
+        click.echo(f"DECLINED: {d}")
+    if out["match"]:
+        best = out["match"]["best"]
+        click.echo(f"machine:  {best or 'none fits (see regtriage lab match)'}")
+
+
 def _print_jobs(rows) -> None:
-    t = _table("job", "record", "state", "machine", "attempts", "rounds", "verdict", "updated", "message")
+    t = _table("job", "record", "state", "machine", "attempts", "rounds", "verdict", "updated", "message",
+               keep=("job", "record", "state", "machine", "verdict"), optional=("rounds", "attempts", "updated"),
+               wide=("message",))
     for j in rows:
         t.add_row(str(j["id"]), f"#{j['regression_id']}" if j.get("regression_id") else "", j["state"],
                   j.get("machine") or "", f"{j['attempts']}/{j['max_attempts']}", str(j["rounds"]),
@@ -107,7 +130,9 @@ def register(main: click.Group) -> None:
         if not rows:
             click.echo("no lab machines are configured ([[lab.machines]], see deploy/lab-example.toml)")
             return
-        t = _table("name", "arch", "cpu", "cores", "memory", "storage", "filesystems", "backend", "tags", "busy")
+        t = _table("name", "arch", "cpu", "cores", "memory", "storage", "filesystems", "backend", "tags", "busy",
+                   keep=("name", "arch", "backend", "busy"),
+                   optional=("tags", "filesystems", "storage", "memory", "cores"))
         for m in rows:
             t.add_row(m["name"] + ("" if m["enabled"] else " (disabled)"), m["arch"], m["cpu"]["text"] or "",
                       str(m["cores"] or ""), m["memory"] or "", ",".join(d["type"] for d in m["storage"]),
@@ -160,23 +185,7 @@ def register(main: click.Group) -> None:
         if as_json:
             _dump(out)
             return
-        p = out["plan"]
-        r = p["recipe"]
-        click.echo(f"record #{rid}")
-        click.echo(f"workload: {p['recipe_reason']}")
-        if r:
-            click.echo(f"  recipe {r['name']} {r['params']} -> {r['metric']}")
-        click.echo(f"builds:   {p['builds_reason'] or '-'}")
-        click.echo(f"  good {p['builds_text']['good']}\n  bad  {p['builds_text']['bad']}")
-        click.echo(f"runs:     {p['runs']} per build, {p['order']}, {p['warmup']} warm-up per batch, "
-                   f"{p['samples_per_batch']} sample(s) per batch, extended up to {p['max_runs']}")
-        for n in p["notes"]:
-            click.echo(f"note:     {n}")
-        for d in p["declined"]:
-            click.echo(f"DECLINED: {d}")
-        if out["match"]:
-            best = out["match"]["best"]
-            click.echo(f"machine:  {best or 'none fits (see regtriage lab match)'}")
+        _print_plan(rid, out)
 
     @lab_group.command("work")
     @click.option("--once", is_flag=True, help="One pass, then exit.")
@@ -224,8 +233,12 @@ def register(main: click.Group) -> None:
             job = schedule_rerun(obj.store, obj.config, rid, machine=machine, runs=runs, dry_run=dry_run)
         except _lab_errors() as exc:
             raise click.ClickException(str(exc)) from None
-        if dry_run:
-            _dump(job)
+        if dry_run:  # nothing scheduled: the plan and the machine, as `lab plan` shows them
+            if as_json:
+                _dump(job)
+            else:
+                _print_plan(rid, job)
+                click.echo("dry run: nothing scheduled (--json prints the plan and the match as JSON)")
             return
         if not as_json:
             click.echo(f"job {job['id']}: {job['state']}: {job.get('message') or ''}")

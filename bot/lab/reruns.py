@@ -57,11 +57,24 @@ def _rerun(job: dict[str, Any]) -> dict[str, Any]:
 
 def reruns_for(store, rid: int) -> list[dict[str, Any]]:
     """The finished reruns (jobs ``done`` with a verdict) of record ``rid``, oldest first."""
+    return reruns_for_many(store, [rid])[rid]
+
+
+def reruns_for_many(store, ids) -> dict[int, list[dict[str, Any]]]:
+    """:func:`reruns_for` of several records in one statement: {record id: reruns}."""
     import storage.lab_schema as ls
     from bot.lab.scheduler import _job
 
+    ids = list(dict.fromkeys(ids))
+    out: dict[int, list[dict[str, Any]]] = {rid: [] for rid in ids}
+    if not ids:
+        return out
     j = ls.lab_jobs
     with store.engine.connect() as conn:
-        rows = conn.execute(select(j).where(j.c.regression_id == rid, j.c.state == "done", j.c.verdict.is_not(None))
+        rows = conn.execute(select(j).where(j.c.regression_id.in_(ids), j.c.state == "done",
+                                            j.c.verdict.is_not(None))
                             .order_by(j.c.finished_at, j.c.id)).all()
-    return [_rerun(_job(r)) for r in rows]
+    for r in rows:
+        job = _job(r)
+        out[job["regression_id"]].append(_rerun(job))
+    return out
