@@ -311,7 +311,7 @@ def test_lifecycle_and_open_semantics(store):
 
     assert is_open()
     for status, open_ in (("rerun-scheduled", True), ("not-reproduced", True), ("confirmed", True),
-                          ("inconclusive", False), ("backburner", True), ("fix-pending", True), ("fixed", False),
+                          ("inconclusive", True), ("improved", True), ("backburner", True), ("fix-pending", True), ("fixed", False),
                           ("resolved", False), ("duplicate", False), ("reported", True)):
         assert set_status(store, rid, status, "rerun-bot", note=f"to {status}")
         assert is_open() is open_, status
