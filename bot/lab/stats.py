@@ -89,6 +89,7 @@ def boundaries(looks: tuple[int, ...], alpha_side: float, spending: str) -> tupl
     """Nominal one-sided level of each look such that P(any look crosses) = ``alpha_side`` for
     normal look statistics with information proportional to ``looks``."""
     from scipy.optimize import brentq
+    from scipy.special import ndtr
     from scipy.stats import norm
 
     if spending not in SPENDING:
@@ -108,17 +109,18 @@ def boundaries(looks: tuple[int, ...], alpha_side: float, spending: str) -> tupl
             dens = norm.pdf(grid) * (grid < c)
         else:
             r0, r1, d = math.sqrt(info[k - 1]), math.sqrt(info[k]), math.sqrt(info[k] - info[k - 1])
-            w = dens * h
+            keep = dens > 1e-300
+            w, u = dens[keep] * h, grid[keep] * r0
 
-            def tail(c, w=w, r0=r0, r1=r1, d=d):
-                return float(np.sum(w * norm.sf((c * r1 - grid * r0) / d)))
+            def tail(c, w=w, u=u, r1=r1, d=d):
+                return float(np.dot(w, ndtr((u - c * r1) / d)))
 
             if target <= 0:
                 c = math.inf
             else:
                 c = brentq(lambda x: tail(x) - target, -5.0, 40.0, xtol=1e-7)
-            kern = norm.pdf((grid[:, None] * r1 - grid[None, :] * r0) / d) * (r1 / d)
-            dens = (kern @ w) * (grid < c)
+            x = (grid[:, None] * r1 - u[None, :]) / d
+            dens = (np.exp(-0.5 * x * x) @ w) * (r1 / d / math.sqrt(2 * math.pi)) * (grid < c)
         levels.append(float(norm.sf(c)) if math.isfinite(c) else 0.0)
     return tuple(levels)
 
