@@ -134,6 +134,13 @@ def test_undecided_look_continues_to_the_next_one():
     assert j.look == 4 and j.stop
 
 
+def test_rank_test_disagreement_is_the_reason_given():
+    j = judge([100, 100.5], [90, 90.4])  # t crosses; 2+2 runs cannot pass Mann-Whitney at 0.05
+    assert j.verdict == INCONCLUSIVE and j.ci[1] < 0
+    assert "Mann-Whitney" in j.reasons[0] and "excludes 0" in j.reasons[0] and "includes 0" not in j.reasons[0]
+    assert judge([100, 100.5, 99.5], [90, 90.4, 89.6]).verdict == CONFIRMED  # 3+3 can
+
+
 def test_one_outlier_does_not_confirm():
     good = [100.0, 100.2, 99.9, 100.1, 99.8, 100.0, 100.3, 99.7]
     bad = [100.1, 99.9, 100.0, 100.2, 99.8, 100.1, 99.9, 60.0]

@@ -17,7 +17,7 @@ one error budget:
   the last look close to a fixed test.  The per-look boundaries are computed once by recursive
   numerical integration of the joint normal law of the look statistics (independent increments)
   and applied as nominal one-sided levels to the t-test p-values.  A one-sided Mann-Whitney U
-  test must agree at p < 0.05 (a guard against one outlier; it only removes rejections, so the
+  test must agree at p <= 0.05 (a guard against one outlier; it only removes rejections, so the
   bound holds).
 * **Repeated confidence interval**: at look k, ``estimate +- t(1 - a_k, df) * se`` with the
   same nominal level ``a_k``: "confirmed" is exactly "the interval lies on the regression side
@@ -331,7 +331,7 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
     next_runs = 0
     p_mwu = mwu(True) if p_reg < a_k else math.nan
     p_mwu_imp = mwu(False) if p_imp < a_k else math.nan
-    if p_reg < a_k and p_mwu < MWU_GUARD:
+    if p_reg < a_k and p_mwu <= MWU_GUARD:
         verdict = CONFIRMED
         reasons.append(f"bad build worse at {look_text}: Welch p={p_reg:.2g} < {a_k:.2g} (boundary), "
                        f"Mann-Whitney p={p_mwu:.2g}; {ci_text} excludes 0 ({where})")
@@ -340,13 +340,21 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
                 reasons.append(f"smaller than claimed: at most {from_reg(reg_hi):.1f}% vs {claimed:.1f}% claimed")
             elif reg_lo > to_reg(claimed * 2):
                 reasons.append(f"larger than claimed: at least {from_reg(reg_lo):.1f}% vs {claimed:.1f}% claimed")
-    elif p_imp < a_k and p_mwu_imp < MWU_GUARD:
+    elif p_imp < a_k and p_mwu_imp <= MWU_GUARD:
         verdict = IMPROVED
         reasons.append(f"bad build BETTER at {look_text}: Welch p={p_imp:.2g} < {a_k:.2g} (boundary), "
                        f"Mann-Whitney p={p_mwu_imp:.2g}; {ci_text} lies on the improvement side ({where})")
     else:
+        verdict = INCONCLUSIVE
+        if p_reg < a_k or p_imp < a_k:  # the t-test crossed, the rank test did not agree
+            side = "worse" if p_reg < a_k else "better"
+            undecided = (f"Welch p={min(p_reg, p_imp):.2g} crosses the boundary {a_k:.2g} ({side}) but "
+                         f"Mann-Whitney p={np.nanmin([p_mwu, p_mwu_imp]):.2g} > {MWU_GUARD} disagrees (an outlier, "
+                         f"or too few runs for the rank test)")
+        else:
+            undecided = f"no boundary crossed (Welch p={p_reg:.2g}, boundary {a_k:.2g})"
         if claimed:
-            rules_out = reg_hi < to_reg(claimed / 2)
+            rules_out = reg_hi < to_reg(claimed / 2) and not p_reg < a_k
             what = (f"rules out half of the claimed {claimed:.1f}% regression (at most "
                     f"{max(from_reg(reg_hi), 0):.1f}%)")
         else:
@@ -356,31 +364,27 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
             verdict = NOT_REPRODUCED
             reasons.append(f"{ci_text} {what} at {look_text}; noise gate passed ({where})")
         elif rules_out:
-            verdict = INCONCLUSIVE
-            reasons.append(f"{'too noisy' if cv > design.max_cv_percent else 'not trusted'}: {where} "
-                           f"({', '.join(gate_problems)}); the {ci_text} {what}, but a not-reproduced "
-                           f"verdict needs the noise gate")
+            label = "too noisy" if cv > design.max_cv_percent else "emulated machine"
+            reasons.append(f"{label}: {where} ({', '.join(gate_problems)}); the {ci_text} {what}, but "
+                           f"not-reproduced needs the noise gate to pass")
         else:
-            if se > 0 and not last:
+            if se > 0 and not last and not (p_reg < a_k or p_imp < a_k):
                 cp = _conditional_power(reg / se, n, design.max_runs, interest / se, levels[-1], df)
             size = f"{claimed:.1f}% (claimed)" if claimed else f"{2 * design.noise_percent:g}%"
             if cp is not None and cp < design.futility_power:
-                verdict = INCONCLUSIVE
                 noisy = cv > design.max_cv_percent or reg > 0
                 reasons.append(f"{'too noisy' if noisy else 'futile'}: {where}; even {design.max_runs}+"
                                f"{design.max_runs} runs would confirm a {size} regression with probability "
                                f"{cp:.0%} (< {design.futility_power:.0%}); {ci_text}")
             elif last:
-                verdict = INCONCLUSIVE
                 nr = (f"half of the claimed {claimed:.1f}% regression" if claimed
                       else f"a change beyond the +-{design.noise_percent:g}% noise band")
-                reasons.append(f"no boundary crossed after {len(g)}+{len(b)} runs (the maximum): {ci_text} "
-                               f"includes 0 and does not rule out {nr}; {where}")
+                zero = "includes 0" if ci[0] <= 0 <= ci[1] else "excludes 0"
+                reasons.append(f"{undecided} after {len(g)}+{len(b)} runs (the maximum): {ci_text} {zero} "
+                               f"and does not rule out {nr}; {where}")
             else:
-                verdict = INCONCLUSIVE
                 next_runs = design.looks[k + 1] - n
-                reasons.append(f"continue: no boundary crossed at {look_text} (Welch p={p_reg:.2g}, "
-                               f"boundary {a_k:.2g}); {ci_text}; {where}"
+                reasons.append(f"continue: {undecided} at {look_text}; {ci_text}; {where}"
                                + (f"; conditional power {cp:.0%}" if cp is not None else ""))
     return Judgement(verdict, round(change, 3), (round(ci[0], 3), round(ci[1], 3)), p_reg, p_imp,
                      p_mwu_imp if verdict == IMPROVED else p_mwu,
