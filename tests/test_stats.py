@@ -147,6 +147,12 @@ def test_one_outlier_does_not_confirm():
     assert judge(good, bad).verdict != CONFIRMED
 
 
+def test_claims_of_any_size_are_judged():
+    g, b = samples(100, 0.01, 5, 1), samples(40, 0.01, 5, 2)
+    for claim in (-60.0, -150.0, 300.0):  # twice 60%, or a mis-read claim, on a throughput metric
+        assert decide(g, b, DESIGN, claimed_change_percent=claim).verdict == CONFIRMED
+
+
 def test_json_safe_and_bad_input():
     j = judge([1.0, 1.0, 1.0], [2.0, 2.0, 2.0])
     assert j.verdict == IMPROVED and json.dumps(j.to_dict(), allow_nan=False)

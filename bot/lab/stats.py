@@ -320,7 +320,7 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
     claimed = abs(claimed_change_percent) if claimed_change_percent else None
     # size of interest on the analysis scale (for futility and not-reproduced)
     def to_reg(p: float) -> float:  # a regression of p% -> the regression-side analysis scale
-        return sign * _unpct(sign * p, log)
+        return sign * _unpct(max(sign * p, -99.9), log)  # a throughput cannot fall by 100% or more
 
     def from_reg(r: float) -> float:  # the inverse: size of the regression in %
         return sign * _pct(sign * r, log)
