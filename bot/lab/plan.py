@@ -56,7 +56,6 @@ DEBIAN_ARCH = (("-amd64", "x86_64"), ("-arm64", "aarch64"), ("-686-pae", "i386")
 DEFAULTS = {"runs": 5, "warmup": 1, "samples_per_batch": 1, "order": "abab", "max_runs": 20, "extend_step": 5,
             "alpha": 0.01, "noise_percent": 1.0, "max_attempts": 3, "spending": "pocock", "futility_power": 0.10,
             "max_cv_percent": 5.0, "allow_emulated": False}
-DESIGN_KEYS = ("alpha", "noise_percent", "spending", "futility_power", "max_cv_percent", "allow_emulated")
 LIMITS = {"runs": (2, 100), "warmup": (0, 20), "samples_per_batch": (1, 100), "max_runs": (2, 200),
           "extend_step": (1, 100), "max_attempts": (1, 20)}
 

@@ -218,7 +218,7 @@ def verdict_note(job: dict) -> str:
     reason = f" ({r['reasons'][0]})" if r.get("reasons") else ""
     return (f"rerun job {job['id']} on {machine}: {metric} {r.get('change_percent', 0):+.2f}% "
             f"({level:.0f}% CI {ci_text}), p={r.get('p_value', 1):.3g}, n={r.get('n_good')}/{r.get('n_bad')}{cv}: "
-            f"{r.get('verdict')}{reason}")
+            f"{r.get('verdict')}{reason}")[:2000]
 
 
 def _apply_verdict(store, job: dict) -> bool:
