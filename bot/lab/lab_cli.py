@@ -225,8 +225,14 @@ def register(main: click.Group) -> None:
                 return
             click.echo(f"looks {out['looks']} runs per build, alpha {design.alpha} ({design.spending}), "
                        f"CV {cv}%, {trials} trials{', emulated machine' if emulated else ''}")
-            click.echo(f"false_positive_rate {out['false_positive_rate']:.2%}  power {out['power']:.2%} at "
+            lo, hi = out["false_positive_ci95"]
+            click.echo(f"false_positive_rate {out['false_positive_rate']:.2%} (95% CI {lo:.2%}..{hi:.2%})  "
+                       f"power {out['power']:.2%} at "
                        f"{change:+g}%  mean_runs {out['mean_runs']:.1f}  max_runs {out['max_runs']}")
+            for label, key, runs in (("A/A", "verdicts_aa", out["mean_runs_aa"]), (f"{change:+g}%", "verdicts",
+                                                                                   out["mean_runs"])):
+                click.echo(f"  {label}: " + ", ".join(f"{v} {r:.2%}" for v, r in out[key].items())
+                           + f" (mean {runs:.1f} runs per build)")
             return
         rows = power_table(design, cv_percent=cv, trials=trials, seed=seed, emulated=emulated, lkp_runs=lkp_runs,
                            **({"changes": (change,)} if change is not None else {}))
