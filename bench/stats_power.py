@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
-"""Statistical power of the rerun verdict, measured on simulated data (not a test).
+"""Error rates of the rerun procedure the scheduler runs, measured on simulated data (not a test).
 
-  A/A: good and bad drawn from the same normal distribution (CV 1.2%): how often would we
-       wrongly say "confirmed"?  Target <= 1%.
-  drop: bad is 3.5% lower (CV 1.2%, the first seed report's numbers): how often do we say
-       "confirmed"?  Target >= 95% with 10 runs per side.
+The procedure is the group-sequential design of bot.lab.stats (looks at [lab] runs, runs +
+extend_step, ... max_runs per build; Lan-DeMets alpha spending; futility; noise gate), run
+through the very function the scheduler calls at each look (bot.lab.stats.simulate ->
+decide), exactly as ``regtriage lab power --table`` does:
 
-Side by side with LKP's default change test (medians outside the other side's min..max range,
-ratio > 1.01; bot.lab.stats.lkp_changed) counted only in the regression direction, on the same
-simulated samples.
+  A/A: good and bad drawn from the same normal distribution (CV 1.2%) with the report's claim:
+       how often does the WHOLE procedure (all looks) say "confirmed" or "improved"?
+       Target <= 1%.
+  change: bad is 2 / 3.5 / 5 / 10% lower: how often "confirmed", after how many runs per
+       build on average?  Target >= 95% at -3.5% with a mean of <= 12 runs per build.
 
-    .venv/bin/python bench/stats_power.py [--trials 2000] [--runs 10] [--cv 1.2] [--drop 3.5] [--json]
+Side by side with LKP's default change test at a fixed number of runs (medians outside the
+other side's min..max range, ratio > 1.01; bot.lab.stats.lkp_changed), counted only in the
+regression direction, on samples drawn the same way.
+
+    .venv/bin/python bench/stats_power.py [--trials 2000] [--cv 1.2] [--lkp-runs 10]
+        [--spending pocock|obrien-fleming] [--json]
 """
 
 from __future__ import annotations
@@ -18,47 +25,46 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.lab.stats import CONFIRMED, judge, lkp_changed  # noqa: E402
-
-
-def rates(trials: int, runs: int, cv: float, drop: float, seed: int) -> dict:
-    rng = np.random.default_rng(seed)
-    ours = lkp = 0
-    for i in range(trials):
-        good = rng.normal(100.0, cv, runs)
-        bad = rng.normal(100.0 - drop, cv, runs)
-        if judge(good, bad, higher_is_better=True, resamples=2000, seed=i).verdict == CONFIRMED:
-            ours += 1
-        if lkp_changed(good, bad) and np.median(bad) < np.median(good):
-            lkp += 1
-    return {"regtriage": ours / trials, "lkp_rule": lkp / trials}
+from bot.lab.plan import lab_settings  # noqa: E402
+from bot.lab.stats import SPENDING, TABLE_CHANGES, Design, power_table  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=2000)
-    ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--cv", type=float, default=1.2, help="coefficient of variation, percent")
-    ap.add_argument("--drop", type=float, default=3.5, help="simulated regression, percent")
+    ap.add_argument("--lkp-runs", type=int, default=10, help="runs per build of LKP's fixed-size rule")
+    ap.add_argument("--spending", choices=SPENDING, default=None, help="default: [lab] spending's default")
+    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    out = {"trials": args.trials, "runs_per_side": args.runs, "cv_percent": args.cv, "drop_percent": args.drop,
-           "false_positive_rate_AA": rates(args.trials, args.runs, args.cv, 0.0, 1),
-           "detection_rate": rates(args.trials, args.runs, args.cv, args.drop, 2)}
+    settings = lab_settings({})  # the defaults of deploy/lab-example.toml
+    if args.spending:
+        settings["spending"] = args.spending
+    design = Design.from_settings(settings)
+    t0 = time.perf_counter()
+    rows = power_table(design, cv_percent=args.cv, changes=TABLE_CHANGES, trials=args.trials, seed=args.seed,
+                       lkp_runs=args.lkp_runs)
+    out = {"trials": args.trials, "cv_percent": args.cv, "design": design.to_dict(), "lkp_runs": args.lkp_runs,
+           "rows": rows, "seconds": round(time.perf_counter() - t0, 1)}
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    print(f"{args.trials} trials, {args.runs} runs per side, CV {args.cv}%")
-    print(f"{'':28s} {'regtriage':>10s} {'LKP rule':>10s}")
-    fp, det = out["false_positive_rate_AA"], out["detection_rate"]
-    print(f"{'A/A false positives':28s} {fp['regtriage']:10.2%} {fp['lkp_rule']:10.2%}   (target <= 1%)")
-    print(f"{f'detects a {args.drop}% drop':28s} {det['regtriage']:10.2%} {det['lkp_rule']:10.2%}   (target >= 95%)")
+    print(f"{args.trials} trials per cell, CV {args.cv}%, looks {list(design.looks)} per build, "
+          f"alpha {design.alpha} ({design.spending}); LKP's rule at {args.lkp_runs} runs per build")
+    print(f"{'change':>7s} {'FP (A/A)':>9s} {'FP 95% CI':>15s} {'power':>8s} {'mean runs':>9s} {'max':>4s}"
+          f" | {'LKP FP':>7s} {'LKP power':>9s} {'runs':>4s}")
+    for r in rows:
+        lo, hi = r["false_positive_ci95"]
+        print(f"{r['change_percent']:+6.1f}% {r['false_positive_rate']:9.2%} {f'{lo:.2%}..{hi:.2%}':>15s} "
+              f"{r['power']:8.2%} {r['mean_runs']:9.1f} {r['max_runs']:4d} | {r['lkp']['false_positive_rate']:7.2%} "
+              f"{r['lkp']['power']:9.2%} {r['lkp']['runs']:4d}")
+    print("targets: FP <= 1.0%; power >= 95% at -3.5% with mean runs <= 12")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Filter language (tokens separated by blanks; values may be quoted, ``key:"two wo
 
     status:open | closed | all | <status>[,<status>...]   reported triaged rerun-scheduled confirmed
                                                           not-reproduced inconclusive fix-pending fixed
-                                                          duplicate resolved backburner
+                                                          duplicate resolved backburner improved
     subsystem:mm/          path prefix: mm, mm/slab (never mmc); several = any of them
     kind:performance       or functional (perf, functional aliases)
     culprit:54a6eb5c       commit id prefix (>= 4 hex digits), either side may be abbreviated
@@ -42,8 +42,8 @@ from datetime import datetime, time, timedelta, timezone
 from typing import Any
 
 STATUSES = ("reported", "triaged", "rerun-scheduled", "confirmed", "not-reproduced", "inconclusive",
-            "fix-pending", "fixed", "duplicate", "resolved", "backburner")
-CLOSED = ("fixed", "resolved", "duplicate", "inconclusive")
+            "fix-pending", "fixed", "duplicate", "resolved", "backburner", "improved")
+CLOSED = ("fixed", "resolved", "duplicate")  # an inconclusive rerun keeps the record open
 OPEN = tuple(s for s in STATUSES if s not in CLOSED)
 KINDS = ("performance", "functional")
 KEYS = ("status", "subsystem", "kind", "culprit", "since", "until", "updated", "text", "id")
@@ -56,7 +56,7 @@ STATUS_WORDS = {
     "outstanding": "open", "closed": "closed", "done": "closed", "all": "all", "any": "all",
     "reported": "reported", "new": "reported", "untriaged": "reported",
     "triaged": "triaged", "confirmed": "confirmed", "reproduced": "confirmed",
-    "inconclusive": "inconclusive", "fixed": "fixed", "duplicate": "duplicate", "duplicates": "duplicate",
+    "inconclusive": "inconclusive", "improved": "improved", "fixed": "fixed", "duplicate": "duplicate", "duplicates": "duplicate",
     "dup": "duplicate", "dups": "duplicate", "resolved": "resolved", "backburner": "backburner",
     "backburnered": "backburner", "back-burner": "backburner", "backburned": "backburner",
     "fix-pending": "fix-pending", "pending": "fix-pending", "rerun-scheduled": "rerun-scheduled",

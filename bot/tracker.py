@@ -11,9 +11,10 @@ Entry points:
 * :func:`get_record`, :func:`find_record` -- read one record with its messages and history.
 
 Status lifecycle: ``reported`` -> ``triaged`` (facts extracted: culprit, range or metric) ->
-``rerun-scheduled`` -> ``confirmed`` / ``not-reproduced`` / ``inconclusive`` -> ``fix-pending``
--> ``fixed``; also ``duplicate``, ``resolved``, ``backburner``.  Open = not in
-:data:`CLOSED`.
+``rerun-scheduled`` -> ``confirmed`` / ``improved`` / ``not-reproduced`` / ``inconclusive`` ->
+``fix-pending`` -> ``fixed``; also ``duplicate``, ``resolved``, ``backburner``.  Open = not in
+:data:`CLOSED` (an inconclusive rerun keeps the record open).  ``#regzbot inconclusive`` (regzbot:
+stop tracking) resolves the record with the reason in the note.
 
 Who decides: a ``#regzbot`` command (or a user via :func:`set_status`) overrides the
 extractor; fields set that way are listed in ``overrides`` with the actor and Message-ID and
@@ -38,8 +39,9 @@ from storage import schema
 from storage.store import Store, utcnow
 
 STATUSES = ("reported", "triaged", "rerun-scheduled", "confirmed", "not-reproduced", "inconclusive",
-            "fix-pending", "fixed", "duplicate", "resolved", "backburner")
-CLOSED = ("fixed", "resolved", "duplicate", "inconclusive")
+            "fix-pending", "fixed", "duplicate", "resolved", "backburner", "improved")
+# "inconclusive" (a rerun that could not decide) stays open: the regression is still unexplained
+CLOSED = ("fixed", "resolved", "duplicate")
 OPEN = tuple(s for s in STATUSES if s not in CLOSED)
 RELATIONS = ("report", "reply", "link", "monitor", "duplicate")
 SOURCES = ("extractor", "regzbot", "kernel-tree", "user")
@@ -572,8 +574,12 @@ class _Run:
             self.set_fields(rid, {"fix_commit": commit, "fix_subject": subject, "fix_tree": tree,
                                   "status": status}, override=True, note=f"#regzbot fix: {cmd.args}", **kw)
         elif name in ("resolve", "inconclusive"):
-            status = "resolved" if name == "resolve" else "inconclusive"
-            self.set_fields(rid, {"status": status}, override=True, note=cmd.args or None, **kw)
+            # regzbot's "inconclusive" stops tracking: resolved, with the word in the note (the
+            # lab's "inconclusive" status keeps a record open)
+            note = cmd.args or None
+            if name == "inconclusive":
+                note = f"inconclusive: {cmd.args}" if cmd.args else "inconclusive"
+            self.set_fields(rid, {"status": "resolved"}, override=True, note=note, **kw)
         elif name in ("link", "monitor"):
             url = cmd.url
             if not url:
@@ -865,7 +871,7 @@ def check_fixes(store: Store, trees, *, first_walk_limit: int | None = 20000) ->
         run = _Run(conn, trees)
         _lock(conn, FIX_CURSOR, state, run.now)
         rows = conn.execute(select(r.c.id, r.c.report_message_id, r.c.culprit_commit, r.c.status, r.c.fix_commit)
-                            .where(r.c.status.not_in(("fixed", "resolved", "duplicate", "inconclusive")))
+                            .where(r.c.status.not_in(CLOSED))
                             ).mappings().all()
         seen_max = int(state.get("max_id") or 0)
         old = [x for x in rows if x["id"] <= seen_max]

@@ -462,7 +462,7 @@ def openapi_document() -> dict[str, Any]:
         "properties": {
             "id": {"type": ["integer", "string"]}, "machine": ns, "recipe": ns, "metric": ns,
             "higher_is_better": {"type": ["boolean", "null"]},
-            "verdict": {"type": ["string", "null"], "enum": ["confirmed", "not-reproduced", "inconclusive", None]},
+            "verdict": {"type": ["string", "null"], "enum": ["confirmed", "improved", "not-reproduced", "inconclusive", None]},
             "change_percent": nn,
             "ci": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2,
                    "description": "confidence interval of the % change"},

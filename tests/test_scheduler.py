@@ -345,22 +345,80 @@ def test_restart_resumes_polling_without_resubmitting(db_url):
 
 
 def test_inconclusive_result_is_extended_up_to_the_cap(store):
-    rounds = {1: ([100, 90, 110], [95, 105, 85]), 2: ([100.1, 99.9, 100.0], [99.8, 100.2, 100.0])}
+    # design looks at 3 and 6 runs per build: no boundary at 3+3 (continue), none at 6+6 (the cap)
+    rounds = {1: ([100.0, 101.5, 98.5], [99.0, 97.5, 100.5]), 2: ([100.5, 99.5, 100.0], [98.5, 101.0, 99.5])}
     LAB.samples = lambda label, n, no: rounds[no][0 if label == "good" else 1][:n]
-    c = lab_config(max_runs=6, extend_step=3)
-    rid = record(store)
+    c = lab_config(runs=3, max_runs=6, extend_step=3)
+    rid = record(store, change_percent=-5.0)
     jid = schedule_rerun(store, c, rid)["id"]
     s = Scheduler(store, c, clock=Clock())
     s.tick()
-    assert s.tick()["extended"] == 1
+    st = s.tick()
+    assert st.get("extended") == 1, (st, get_job(store, jid)["message"])
     job = get_job(store, jid)
     assert job["state"] == "running" and job["handle"] == "fake:2" and "3 more runs per build" in job["message"]
+    assert "look 1/2" in job["message"] and job["result"]["next_runs"] == 3
     assert LAB.runs["fake:2"]["spec"]["runs"] == 3
     s.tick()
     job = get_job(store, jid)
     assert job["state"] == "done" and job["rounds"] == 2 and len(job["samples"]["good"]) == 6
-    assert job["verdict"] in ("inconclusive", "not-reproduced") and job["result"]["n_good"] == 6
+    assert job["verdict"] == "inconclusive" and job["result"]["n_good"] == 6 and job["result"]["look"] == 2
+    assert "the maximum" in job["result"]["reasons"][0]
     assert len(LAB.submits) == 2  # the cap (6 runs) stops it
+    # inconclusive keeps the record open
+    from bot.query import parse_query, run_query
+
+    assert get_record(store, rid)["status"] == "inconclusive"
+    assert rid in {r["id"] for r in run_query(store, parse_query("open regressions"))[0]}
+
+
+def test_scheduler_stops_early_on_a_crossing_and_on_futility(store):
+    # a clear regression crosses the first look's boundary: 5+5 runs of a 5/10/15/20 design
+    c = lab_config(max_runs=20, extend_step=5)
+    rid = record(store, change_percent=-20.0)
+    jid = schedule_rerun(store, c, rid)["id"]
+    s = Scheduler(store, c, clock=Clock())
+    s.tick()
+    assert s.tick()["done"] == 1
+    job = get_job(store, jid)
+    assert job["verdict"] == "confirmed" and job["result"]["looks"] == [5, 10, 15, 20]
+    assert job["result"]["look"] == 1 and len(LAB.submits) == 1
+    # hopeless noise (CV ~25%) stops at the first look too, as inconclusive with the true reason
+    noisy = {"good": [100, 140, 70, 125, 80], "bad": [95, 60, 130, 85, 115]}
+    LAB.samples = lambda label, n, no: [float(x) for x in noisy[label][:n]]
+    rid2 = record(store, change_percent=-3.5)
+    jid2 = schedule_rerun(store, c, rid2)["id"]
+    s.tick()
+    s.tick()
+    job = get_job(store, jid2)
+    assert job["state"] == "done" and job["verdict"] == "inconclusive" and len(LAB.submits) == 2
+    reason = job["result"]["reasons"][0]
+    assert reason.startswith("too noisy: CV") and "over 5+5 runs" in reason
+    assert get_record(store, rid2)["status"] == "inconclusive"
+
+
+def test_emulated_machine_never_publishes_not_reproduced(store):
+    same = {"good": [100.0, 100.1, 99.9, 100.0, 100.05], "bad": [100.02, 99.95, 100.0, 100.1, 99.98]}
+    LAB.samples = lambda label, n, no: same[label][:n]
+    c = lab_config()
+    c["lab"]["machines"][0]["tags"] = ["emulated"]
+    rid = record(store, change_percent=-10.0)
+    jid = schedule_rerun(store, c, rid)["id"]
+    s = Scheduler(store, c, clock=Clock())
+    s.tick()
+    s.tick()
+    job = get_job(store, jid)
+    assert job["verdict"] == "inconclusive" and job["result"]["emulated"] is True
+    assert "emulated machine" in job["result"]["reasons"][0] and len(LAB.submits) == 1
+    assert "(emulated)" in history_notes(store, rid)[-1][1]
+    # allowed by the config: the same samples are not-reproduced
+    c["lab"]["allow_emulated"] = True
+    rid2 = record(store, change_percent=-10.0)
+    jid2 = schedule_rerun(store, c, rid2)["id"]
+    s = Scheduler(store, c, clock=Clock())
+    s.tick()
+    s.tick()
+    assert get_job(store, jid2)["verdict"] == "not-reproduced"
 
 
 def test_waiting_job_runs_when_a_machine_fits(store):

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 import storage.tracker_schema as ts
 from bot.config import Config
-from bot.tracker import get_record, set_status
+from bot.tracker import OPEN, get_record, set_status
 from bot.tracker import update_tracker as _update_tracker
 
 TRUST_ALL = {"trust": {"trusted_senders": ["*"]}}
@@ -257,6 +257,22 @@ def test_fix_resolve_dup_of_and_monitor_commands(store):
     assert last["note"] == "turned out to be a firmware bug" and last["message_id"] == "a4@example.org"
 
 
+def test_regzbot_inconclusive_stops_tracking_but_the_lab_status_stays_open(store):
+    ingest(store, mail("q1@example.org", "odd hang at boot", "It hangs.\n", "Mon, 04 Mar 2024 09:00:00 +0000"),
+           mail("q2@example.org", "Re: odd hang at boot", "#regzbot introduced: v6.8-rc1..v6.8-rc2\n",
+                "Mon, 04 Mar 2024 10:00:00 +0000", frm=THORSTEN, parent="q1@example.org"))
+    update_tracker(store)
+    rid = rec_by_report(store, "q2@example.org")["id"]
+    assert set_status(store, rid, "inconclusive", "regtriage-lab", note="too noisy")
+    assert rec_by_report(store, "q2@example.org")["status"] in OPEN
+    ingest(store, mail("q3@example.org", "Re: odd hang at boot", "#regzbot inconclusive: nobody can bisect\n",
+                       "Mon, 04 Mar 2024 11:00:00 +0000", frm=THORSTEN, parent="q2@example.org",
+                       refs=["q1@example.org", "q2@example.org"]))
+    update_tracker(store)
+    r = rec_by_report(store, "q2@example.org")
+    assert r["status"] == "resolved" and history(r, "status")[-1]["note"] == "inconclusive: nobody can bisect"
+
+
 def test_pending_command_waits_for_the_thread_to_be_tracked(store):
     ingest(store, mail("p1@example.org", "odd hang at boot", "It hangs.\n", "Mon, 04 Mar 2024 09:00:00 +0000"),
            mail("p2@example.org", "Re: odd hang at boot", "#regzbot title: boot hangs on foo\n",
@@ -311,7 +327,7 @@ def test_lifecycle_and_open_semantics(store):
 
     assert is_open()
     for status, open_ in (("rerun-scheduled", True), ("not-reproduced", True), ("confirmed", True),
-                          ("inconclusive", False), ("backburner", True), ("fix-pending", True), ("fixed", False),
+                          ("inconclusive", True), ("improved", True), ("backburner", True), ("fix-pending", True), ("fixed", False),
                           ("resolved", False), ("duplicate", False), ("reported", True)):
         assert set_status(store, rid, status, "rerun-bot", note=f"to {status}")
         assert is_open() is open_, status

@@ -402,6 +402,22 @@ def load_machines(config: Any) -> list[Machine]:
     return out
 
 
+EMULATED_TAG = "emulated"
+
+
+def is_emulated(machine: Machine, config: Any = None) -> bool:
+    """Whether samples from ``machine`` come from an emulated CPU: tagged ``emulated``, or a
+    ``qemu`` machine whose accel (its settings, else ``[lab.qemu]``, default ``auto``) is not
+    ``kvm`` -- ``auto`` falls back to TCG when KVM is missing, so it counts as emulated."""
+    if EMULATED_TAG in machine.tags:
+        return True
+    if machine.backend == "qemu":
+        base = lab_section(config).get("qemu") if isinstance(lab_section(config).get("qemu"), dict) else {}
+        accel = machine.settings.get("accel", base.get("accel", "auto"))
+        return accel != "kvm"
+    return False
+
+
 def get_machine(config: Any, name: str) -> Machine | None:
     for m in load_machines(config):
         if m.name == name:

@@ -71,8 +71,12 @@ def _print_plan(rid: int, out: dict) -> None:
         click.echo(f"  recipe {r['name']} {r['params']} -> {r['metric']}")
     click.echo(f"builds:   {p['builds_reason'] or '-'}")
     click.echo(f"  good {p['builds_text']['good']}\n  bad  {p['builds_text']['bad']}")
+    from bot.lab.stats import Design
+
+    looks = list(Design.from_settings(p).looks)
     click.echo(f"runs:     {p['runs']} per build, {p['order']}, {p['warmup']} warm-up per batch, "
-               f"{p['samples_per_batch']} sample(s) per batch, extended up to {p['max_runs']}")
+               f"{p['samples_per_batch']} sample(s) per batch; looks at {looks} runs per build "
+               f"({p['spending']} spending, alpha {p['alpha']} over all looks)")
     for n in p["notes"]:
         click.echo(f"note:     {n}")
     for d in p["declined"]:
@@ -186,6 +190,73 @@ def register(main: click.Group) -> None:
             _dump(out)
             return
         _print_plan(rid, out)
+
+    @lab_group.command("power")
+    @click.option("--cv", type=float, required=True, help="Coefficient of variation of one run, in %.")
+    @click.option("--change", type=float, default=None,
+                  help="The claimed (and simulated) change in % of a throughput metric, e.g. -3.5.")
+    @click.option("--machine", default=None, help="Simulate on this machine (emulated or not, for the noise gate).")
+    @click.option("--trials", type=click.IntRange(100, 1_000_000), default=2000, show_default=True)
+    @click.option("--seed", type=int, default=0, show_default=True)
+    @click.option("--table", is_flag=True, help="-2/-3.5/-5/-10% with LKP's rule beside (no --change needed).")
+    @click.option("--lkp-runs", type=click.IntRange(2, 1000), default=10, show_default=True,
+                  help="With --table: runs per side of LKP's fixed-size rule.")
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def lab_power(obj, cv, change, machine, trials, seed, table, lkp_runs, as_json):
+        """Simulate the scheduler's sequential procedure (the [lab] design: same looks, same
+        rules, same code): false-positive rate on A/A pairs, power and runs at a change."""
+        from bot.lab.inventory import get_machine, is_emulated
+        from bot.lab.plan import lab_settings
+        from bot.lab.stats import Design, power, power_table
+
+        if not 0 < cv <= 100:
+            raise click.BadParameter("must be in (0, 100]", param_hint="--cv")
+        if change is None and not table:
+            raise click.UsageError("--change is required (or --table)")
+        if change is not None and not -90 <= change <= 1000:
+            raise click.BadParameter("must be in [-90, 1000]", param_hint="--change")
+        try:
+            design = Design.from_settings(lab_settings(obj.config))
+            emulated = False
+            if machine is not None:
+                m = get_machine(obj.config, machine)
+                if m is None:
+                    raise click.ClickException(f"no machine {machine!r} in [[lab.machines]]")
+                emulated = is_emulated(m, obj.config)
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        if not table:
+            out = power(design, cv_percent=cv, change_percent=change, trials=trials, seed=seed, emulated=emulated)
+            out["machine"] = machine
+            if as_json:
+                _dump(out)
+                return
+            click.echo(f"looks {out['looks']} runs per build, alpha {design.alpha} ({design.spending}), "
+                       f"CV {cv}%, {trials} trials{', emulated machine' if emulated else ''}")
+            lo, hi = out["false_positive_ci95"]
+            click.echo(f"false_positive_rate {out['false_positive_rate']:.2%} (95% CI {lo:.2%}..{hi:.2%})  "
+                       f"power {out['power']:.2%} at "
+                       f"{change:+g}%  mean_runs {out['mean_runs']:.1f}  max_runs {out['max_runs']}")
+            for label, key, runs in (("A/A", "verdicts_aa", out["mean_runs_aa"]), (f"{change:+g}%", "verdicts",
+                                                                                   out["mean_runs"])):
+                click.echo(f"  {label}: " + ", ".join(f"{v} {r:.2%}" for v, r in out[key].items())
+                           + f" (mean {runs:.1f} runs per build)")
+            return
+        rows = power_table(design, cv_percent=cv, trials=trials, seed=seed, emulated=emulated, lkp_runs=lkp_runs,
+                           **({"changes": (change,)} if change is not None else {}))
+        if as_json:
+            _dump({"machine": machine, "emulated": emulated, "looks": list(design.looks), "rows": rows})
+            return
+        click.echo(f"looks {list(design.looks)} runs per build, alpha {design.alpha} ({design.spending}), "
+                   f"CV {cv}%, {trials} trials per cell{', emulated machine' if emulated else ''}; "
+                   f"LKP's rule at {lkp_runs} runs per build")
+        t = _table("change", "FP (A/A)", "power", "mean runs", "max runs", "LKP FP", "LKP power", "LKP runs")
+        for r in rows:
+            t.add_row(f"{r['change_percent']:+g}%", f"{r['false_positive_rate']:.2%}", f"{r['power']:.2%}",
+                      f"{r['mean_runs']:.1f}", str(r["max_runs"]), f"{r['lkp']['false_positive_rate']:.2%}",
+                      f"{r['lkp']['power']:.2%}", str(r["lkp"]["runs"]))
+        _console().print(t)
 
     @lab_group.command("work")
     @click.option("--once", is_flag=True, help="One pass, then exit.")

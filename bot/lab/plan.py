@@ -26,8 +26,10 @@
   absolute), so mail text can select among configured builds but never name a command.
 * **Runs**: ``runs`` measured samples per build (``--runs``, ``[lab] runs``, default 5), in
   ``abab`` order (``[lab] order``), ``warmup`` discarded runs per batch (default 1),
-  ``samples_per_batch`` (default 1: one guest boot per sample); an inconclusive result is
-  extended by ``extend_step`` runs per side up to ``max_runs`` (:func:`bot.lab.stats.next_step`).
+  ``samples_per_batch`` (default 1: one guest boot per sample); the samples are judged after
+  ``runs``, then every ``extend_step`` more, up to ``max_runs`` per side: a group-sequential
+  design (:class:`bot.lab.stats.Design`, ``alpha``, ``spending``, ``futility_power``, noise gate
+  ``max_cv_percent`` / ``allow_emulated``) decides at each look whether to stop.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from bot.lab.backends import ORDERS, LabError, RunSpec, Timeouts
 from bot.lab.builds import BuildError, BuildSpec
 from bot.lab.inventory import lab_section, normalize_arch
 from bot.lab.recipes import RecipeError, RecipeSpec, recipe_from_claim
+from bot.lab.stats import SPENDING
 
 REF_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}$")
 HEX_RE = re.compile(r"^[0-9a-f]{7,64}$")
@@ -51,7 +54,8 @@ DEBIAN_ARCH = (("-amd64", "x86_64"), ("-arm64", "aarch64"), ("-686-pae", "i386")
                ("-i386", "i386"))
 
 DEFAULTS = {"runs": 5, "warmup": 1, "samples_per_batch": 1, "order": "abab", "max_runs": 20, "extend_step": 5,
-            "alpha": 0.01, "noise_percent": 1.0, "max_attempts": 3}
+            "alpha": 0.01, "noise_percent": 1.0, "max_attempts": 3, "spending": "pocock", "futility_power": 0.10,
+            "max_cv_percent": 5.0, "allow_emulated": False}
 LIMITS = {"runs": (2, 100), "warmup": (0, 20), "samples_per_batch": (1, 100), "max_runs": (2, 200),
           "extend_step": (1, 100), "max_attempts": (1, 20)}
 
@@ -73,10 +77,15 @@ def lab_settings(config: Any) -> dict[str, Any]:
             raise PlanError(f"[lab] {k} must be an int in [{lo}, {hi}], got {v!r}")
     if out["order"] not in ORDERS:
         raise PlanError(f"[lab] order must be one of {', '.join(ORDERS)}")
-    for k, lo, hi in (("alpha", 1e-6, 0.5), ("noise_percent", 0.0, 50.0)):
+    for k, lo, hi in (("alpha", 1e-6, 0.5), ("noise_percent", 0.0, 50.0), ("futility_power", 0.0, 0.5),
+                      ("max_cv_percent", 0.0, 1000.0)):
         v = out[k]
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
             raise PlanError(f"[lab] {k} must be a number in [{lo}, {hi}]")
+    if out["spending"] not in SPENDING:
+        raise PlanError(f"[lab] spending must be one of {', '.join(SPENDING)}")
+    if not isinstance(out["allow_emulated"], bool):
+        raise PlanError("[lab] allow_emulated must be true or false")
     t = lab.get("timeouts", {})
     if not isinstance(t, dict) or set(t) - {"boot_s", "batch_s", "total_s"}:
         raise PlanError("[lab.timeouts] has boot_s, batch_s, total_s")
@@ -270,6 +279,10 @@ class RerunPlan:
     alpha: float = 0.01
     noise_percent: float = 1.0
     max_attempts: int = 3
+    spending: str = "pocock"
+    futility_power: float = 0.10
+    max_cv_percent: float = 5.0
+    allow_emulated: bool = False
     claimed_change_percent: float | None = None
     declined: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -302,6 +315,8 @@ class RerunPlan:
                                                   "total_s": self.timeouts.total_s},
                 "max_runs": self.max_runs, "extend_step": self.extend_step, "alpha": self.alpha,
                 "noise_percent": self.noise_percent, "max_attempts": self.max_attempts,
+                "spending": self.spending, "futility_power": self.futility_power,
+                "max_cv_percent": self.max_cv_percent, "allow_emulated": self.allow_emulated,
                 "claimed_change_percent": self.claimed_change_percent,
                 "declined": list(self.declined), "notes": list(self.notes)}
 
@@ -317,7 +332,8 @@ class RerunPlan:
         except (RecipeError, BuildError, KeyError, TypeError) as exc:
             raise PlanError(f"stored plan is invalid: {exc}") from None
         for k in ("recipe_reason", "builds_reason", "runs", "warmup", "samples_per_batch", "order", "max_runs",
-                  "extend_step", "alpha", "noise_percent", "max_attempts", "claimed_change_percent"):
+                  "extend_step", "alpha", "noise_percent", "max_attempts", "spending", "futility_power",
+                  "max_cv_percent", "allow_emulated", "claimed_change_percent"):
             if k in d:
                 setattr(p, k, d[k])
         p.refs = dict(d.get("refs") or {"good": None, "bad": None})
@@ -333,7 +349,9 @@ def make_plan(rec: dict[str, Any], config: Any, *, runs: int | None = None) -> R
     s = lab_settings(config)
     plan = RerunPlan(rec.get("id"), runs=s["runs"], warmup=s["warmup"], samples_per_batch=s["samples_per_batch"],
                      order=s["order"], timeouts=s["timeouts"], max_runs=s["max_runs"], extend_step=s["extend_step"],
-                     alpha=float(s["alpha"]), noise_percent=float(s["noise_percent"]), max_attempts=s["max_attempts"])
+                     alpha=float(s["alpha"]), noise_percent=float(s["noise_percent"]), max_attempts=s["max_attempts"],
+                     spending=s["spending"], futility_power=float(s["futility_power"]),
+                     max_cv_percent=float(s["max_cv_percent"]), allow_emulated=s["allow_emulated"])
     if runs is not None:
         lo, hi = LIMITS["runs"]
         if type(runs) is not int or not lo <= runs <= hi:

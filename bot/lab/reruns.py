@@ -48,6 +48,13 @@ def _rerun(job: dict[str, Any]) -> dict[str, Any]:
         "reasons": list(result.get("reasons") or []),
         "alpha": result.get("alpha"),
         "p_mannwhitney": result.get("p_mannwhitney"),
+        # the sequential design's view (bot.lab.stats.decide): None for results judged before it
+        "cv_percent": result.get("cv_percent"),
+        "emulated": result.get("emulated"),
+        "look": result.get("look"),
+        "looks": result.get("looks"),
+        "median_good": result.get("median_good"),
+        "median_bad": result.get("median_bad"),
         "warmups": samples.get("warmups") or {},
         "rounds": len(samples.get("rounds") or []),
         "logs": [r.get("log_path") for r in samples.get("rounds") or [] if r.get("log_path")],

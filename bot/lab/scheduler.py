@@ -18,9 +18,11 @@ The scheduler loop (:class:`Scheduler`, ``regtriage lab work``) does, on every p
 3. *running* jobs are polled through their backend handle (the row stores the backend name,
    its configuration and the handle, so a restarted or different worker resumes polling and
    never resubmits): a finished run's samples are added to the job's, judged
-   (bot.lab.stats.judge), an inconclusive result is extended by ``next_step`` runs per build
-   (a new backend run on the same machine) up to ``max_runs``, and the verdict is stored: job
-   ``done``, record status ``confirmed`` / ``not-reproduced`` / ``inconclusive`` via
+   at this look of the plan's group-sequential design (bot.lab.stats.decide, the same function
+   ``regtriage lab power`` simulates); when it says continue, ``next_runs`` more runs per build
+   are submitted (a new backend run on the same machine); when it stops (a boundary crossed,
+   not-reproduced, futility, or ``max_runs``) the verdict is stored: job ``done``, record status
+   ``confirmed`` / ``improved`` / ``not-reproduced`` / ``inconclusive`` via
    ``set_status`` (actor ``regtriage-lab``, note with the change and its interval).  A failed
    run is retried with exponential backoff (``retry_backoff_s`` x 2^(attempt-1), at most
    ``retry_backoff_max_s``) until ``max_attempts`` submissions, then ``failed``; a run past its
@@ -211,9 +213,12 @@ def verdict_note(job: dict) -> str:
     level = (1 - float(r.get("alpha") or 0.01)) * 100
     metric = (job.get("samples") or {}).get("metric") or "metric"
     ci_text = f"{ci[0]:+.2f}%..{ci[1]:+.2f}%" if None not in ci else "n/a"
-    return (f"rerun job {job['id']} on {job.get('machine')}: {metric} {r.get('change_percent', 0):+.2f}% "
-            f"({level:.0f}% CI {ci_text}), p={r.get('p_value', 1):.3g}, n={r.get('n_good')}/{r.get('n_bad')}: "
-            f"{r.get('verdict')}")
+    machine = f"{job.get('machine')}{' (emulated)' if r.get('emulated') else ''}"
+    cv = f", CV {r['cv_percent']:.1f}%" if r.get("cv_percent") is not None else ""
+    reason = f" ({r['reasons'][0]})" if r.get("reasons") else ""
+    return (f"rerun job {job['id']} on {machine}: {metric} {r.get('change_percent', 0):+.2f}% "
+            f"({level:.0f}% CI {ci_text}), p={r.get('p_value', 1):.3g}, n={r.get('n_good')}/{r.get('n_bad')}{cv}: "
+            f"{r.get('verdict')}{reason}")[:2000]
 
 
 def _apply_verdict(store, job: dict) -> bool:
@@ -810,7 +815,7 @@ class Scheduler:
 
     def collect(self, job: dict, backend, stats: Counter) -> None:
         """A backend run finished: add its samples, judge, extend or store the verdict."""
-        from bot.lab.stats import judge, next_step
+        from bot.lab.stats import Design, decide
 
         s = backend.fetch_samples(job["handle"])
         acc = dict(job.get("samples") or {})
@@ -827,15 +832,15 @@ class Scheduler:
              "log_path": s.log_path, "attempt": job["attempts"]}]
         plan = job.get("plan") or {}
         try:
-            j = judge(acc["good"], acc["bad"], higher_is_better=acc["higher_is_better"],
-                      claimed_change_percent=plan.get("claimed_change_percent"), alpha=float(plan.get("alpha", 0.01)),
-                      noise_percent=float(plan.get("noise_percent", 1.0)))
+            design = Design.from_settings(plan)
+            j = decide(acc["good"], acc["bad"], design, higher_is_better=acc["higher_is_better"],
+                       claimed_change_percent=plan.get("claimed_change_percent"),
+                       emulated=self.machine_emulated(job))
         except ValueError as exc:
             self.failure(job, f"samples cannot be judged: {exc}", stats)
             return
         result = j.to_dict()
-        result["alpha"] = float(plan.get("alpha", 0.01))
-        n = next_step(j, max_runs=int(plan.get("max_runs", 20)), step=int(plan.get("extend_step", 5)))
+        n = j.next_runs
         now = self.now()
         if n > 0:
             spec = dict(job["spec"])
@@ -850,8 +855,9 @@ class Scheduler:
                 job = get_job(self.store, job["id"])
                 self.failure(job, f"extension submit failed: {exc}", stats)
                 return
-            msg = (f"inconclusive after {j.n_good}/{j.n_bad} runs ({j.change_percent:+.2f}%, "
-                   f"CI {j.ci[0]:+.2f}%..{j.ci[1]:+.2f}%): {n} more runs per build ({handle})")
+            msg = (f"no decision at look {j.look}/{len(j.looks)} after {j.n_good}/{j.n_bad} runs "
+                   f"({j.change_percent:+.2f}%, CI {j.ci[0]:+.2f}%..{j.ci[1]:+.2f}%, CV {j.cv_percent:.1f}%): "
+                   f"{n} more runs per build ({handle})")
             with self.store.engine.begin() as conn:
                 r = conn.execute(update(J).where(J.c.id == job["id"], J.c.state == "running",
                                                  J.c.handle == job["handle"], J.c.owner == self.owner)
@@ -867,12 +873,29 @@ class Scheduler:
                 backend.cancel(handle)
             return
         done = _finish(self.store, job, "done", f"{j.verdict}: {j.change_percent:+.2f}% "
-                       f"(CI {j.ci[0]:+.2f}%..{j.ci[1]:+.2f}%), n={j.n_good}/{j.n_bad}", owner=self.owner,
+                       f"(CI {j.ci[0]:+.2f}%..{j.ci[1]:+.2f}%), n={j.n_good}/{j.n_bad}: {j.reasons[0]}"[:4000],
+                       owner=self.owner,
                        values={"samples": acc, "result": result, "verdict": j.verdict, "rounds": job["rounds"] + 1})
         if done:
             stats["done"] += 1
             self.log(f"job {job['id']}: {j.verdict} {j.change_percent:+.2f}%")
             _apply_verdict(self.store, get_job(self.store, job["id"]))
+
+    def machine_emulated(self, job: dict) -> bool:
+        """The noise gate's "emulated" for the job's machine (bot.lab.inventory.is_emulated); a
+        machine no longer configured is judged from the job's stored backend settings."""
+        from bot.lab.inventory import Machine, is_emulated
+
+        try:
+            m = get_machine(self.config, job.get("machine") or "")
+        except InventoryError:
+            m = None
+        if m is None:
+            backend = job.get("backend") or ""
+            cfg = job.get("backend_config") or {}
+            settings = cfg.get(backend) if isinstance(cfg.get(backend), dict) else {}
+            m = Machine(job.get("machine") or "?", "unknown", backend, settings=settings)
+        return is_emulated(m, self.config)
 
     def apply_verdicts(self, stats: Counter) -> None:
         """Done jobs whose verdict did not reach the record (a crash in between)."""
