@@ -16,6 +16,8 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from .patterns import fold, may_match
+
 QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
 FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
 SIG_LINE = re.compile(r"^--\s?$")
@@ -64,6 +66,41 @@ class MailText:
         self.units: list[Unit] = []
         self._build_units()
         self._ustarts = [u.cstart for u in self.units]
+        self._low: str | None = None
+        self._scans: dict = {}
+        self.memo: dict = {}  # per-message results shared by the pipeline stages
+
+    # -- scans of the clean text (each pattern runs at most once per message) ----------------
+    @property
+    def low(self) -> str:
+        """``patterns.fold`` of the clean text (for the substring guards)."""
+        if self._low is None:
+            self._low = fold(self.clean)
+        return self._low
+
+    def finditer(self, rx: re.Pattern) -> list:
+        """``list(rx.finditer(self.clean))``, computed once (do not modify the list)."""
+        try:
+            return self._scans[rx]
+        except KeyError:
+            pass
+        out = list(rx.finditer(self.clean)) if may_match(rx, self.clean, self.low) else []
+        self._scans[rx] = out
+        return out
+
+    def search(self, rx: re.Pattern):
+        """``rx.search(self.clean)`` (the first match of ``finditer``)."""
+        ms = self._scans.get(rx)
+        if ms is not None:
+            return ms[0] if ms else None
+        key = (rx, "search")
+        try:
+            return self._scans[key]
+        except KeyError:
+            pass
+        m = rx.search(self.clean) if may_match(rx, self.clean, self.low) else None
+        self._scans[key] = m
+        return m
 
     # -- segments ------------------------------------------------------------------------
     def _build_segments(self) -> None:

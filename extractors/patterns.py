@@ -207,3 +207,173 @@ TEST_REPORT_OK = re.compile(
     r"\b(?:no regressions? (?:found|detected|seen|noticed|observed)|(?:all )?tests? passed|"
     r"Tested-by:|builds? (?:and boots? )?(?:fine|ok|successfully)|boot(?:ed|s)? (?:fine|ok|successfully)|"
     r"no new (?:failures|warnings|issues|regressions)|PASS(?:ED)?\b)", re.I)
+
+
+# ------------------------------------------------------------------ fast scanning helpers
+# Python's regex engine tries most of the patterns above at every offset of the text (they open
+# with \b or a look-behind, or are case-insensitive alternations), which costs ~0.1-0.4 ms per
+# scan of a mail.  Most patterns can only match where one of a few literal strings occurs, and
+# a substring test (``in``) is far cheaper than the scan.  ``literal_guard`` derives, from the
+# parsed pattern, a set of strings one of which every match must contain; ``may_match`` skips
+# the scan when none of them is in the text.  The result of a scan is never changed, only
+# scans that cannot match are left out.
+
+import re._constants as _C  # noqa: E402
+import re._parser as _rp  # noqa: E402
+
+_MAX_SET = 64
+# the only non-ASCII characters that match an ASCII letter under re.IGNORECASE
+# (İ ı ſ K: Python's unicode case folding / re._casefix)
+_FOLD_SPECIAL = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
+
+
+def fold(text: str) -> str:
+    """Lower-cased text in which every ASCII literal matched case-insensitively by ``re`` is
+    found lower-cased (used for the substring guards of re.I patterns)."""
+    if not text.isascii():
+        for a, b in _FOLD_SPECIAL:
+            if a in text:
+                text = text.replace(a, b)
+    return text.lower()
+
+
+def _best(cands):
+    best = None
+    for c in cands:
+        if not c or "" in c:
+            continue
+        key = (min(len(s) for s in c), -len(c))
+        if best is None or key > best[0]:
+            best = (key, c)
+    return best[1] if best else None
+
+
+def _node(op, av, icase):
+    """(exact, req): exact = the set of strings this node can consume (None if unknown/large);
+    req = a set of non-empty strings one of which every consumed text contains (or None)."""
+    C = _C
+    if op is C.LITERAL:
+        ch = chr(av)
+        if icase:
+            if not ch.isascii():
+                return None, None
+            ch = ch.lower()
+        return frozenset((ch,)), frozenset((ch,))
+    if op is C.IN:
+        chars = set()
+        for iop, iav in av:
+            if iop is C.LITERAL:
+                chars.add(chr(iav))
+            elif iop is C.RANGE and iav[1] - iav[0] < 16:
+                chars.update(chr(x) for x in range(iav[0], iav[1] + 1))
+            else:
+                return None, None
+        if icase:
+            if not all(c.isascii() for c in chars):
+                return None, None
+            chars = {c.lower() for c in chars}
+        fs = frozenset(chars)
+        return fs, fs
+    if op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+        return frozenset(("",)), None
+    if op is C.SUBPATTERN:
+        _group, add, dele, sub = av
+        if (add | dele) & C.SRE_FLAG_IGNORECASE:
+            return None, None
+        return _seq(sub, icase)
+    if op is C.ATOMIC_GROUP:
+        return _seq(av, icase)
+    if op is C.BRANCH:
+        exact: set | None = set()
+        req: set | None = set()
+        for alt in av[1]:
+            ex, rq = _seq(alt, icase)
+            if exact is not None:
+                if ex is None:
+                    exact = None
+                else:
+                    exact |= ex
+                    if len(exact) > _MAX_SET:
+                        exact = None
+            need = _best([rq, ex])
+            if req is not None:
+                req = None if need is None else req | need
+        return (frozenset(exact) if exact is not None else None), (frozenset(req) if req else None)
+    if op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+        lo, hi, sub = av
+        ex, rq = _seq(sub, icase)
+        if lo == 0:
+            if hi == 1 and ex is not None:
+                return ex | {""}, None
+            return None, None
+        need = _best([rq, ex])
+        if lo == hi == 1:
+            return ex, need
+        return None, need
+    return None, None
+
+
+def _seq(items, icase):
+    cur = {""}
+    run_ok = True      # cur is the exact set of the current run of exact items
+    seq_exact = True   # every item so far exact and the product small
+    cands = []
+    for op, av in items:
+        ex, rq = _node(op, av, icase)
+        if ex is not None:
+            new = {a + b for a in cur for b in ex}
+            if len(new) <= _MAX_SET:
+                cur = new
+                continue
+            cands.append(frozenset(cur))
+            cur = set(ex)
+            seq_exact = False
+            if rq:
+                cands.append(rq)
+            continue
+        seq_exact = False
+        cands.append(frozenset(cur))
+        cur = {""}
+        if rq:
+            cands.append(rq)
+    cands.append(frozenset(cur))
+    del run_ok
+    return (frozenset(cur) if seq_exact else None), _best(cands)
+
+
+def literal_guard(rx: re.Pattern):
+    """(icase, strings) such that every match of ``rx`` contains one of ``strings`` (compare
+    with ``fold(text)`` when icase), or None when no such set is known."""
+    try:
+        parsed = _rp.parse(rx.pattern, rx.flags)
+    except Exception:  # pragma: no cover - bytes patterns etc.
+        return None
+    if not isinstance(rx.pattern, str):
+        return None
+    icase = bool(parsed.state.flags & _C.SRE_FLAG_IGNORECASE)
+    _ex, req = _seq(list(parsed), icase)
+    if not req:
+        return None
+    return icase, tuple(sorted(req, key=lambda s: (-len(s), s)))
+
+
+_GUARDS: dict = {}
+
+
+def may_match(rx: re.Pattern, text: str, low: str | None = None) -> bool:
+    """False only when ``rx`` cannot match anywhere in ``text`` (``low`` = ``fold(text)``)."""
+    try:
+        g = _GUARDS[rx]
+    except KeyError:
+        g = _GUARDS[rx] = literal_guard(rx)
+    if g is None:
+        return True
+    icase, strs = g
+    if icase:
+        t = fold(text) if low is None else low
+    else:
+        t = text
+    for s in strs:
+        if s in t:
+            return True
+    return False

@@ -30,7 +30,7 @@ from . import learned
 from . import patterns as P
 from .claim import Claim, MentionedCommit
 from .mailtext import MailText
-from .rules import Extractor, find_commits, find_versions, sigmoid
+from .rules import Extractor, clean_commits, clean_versions, find_commits, find_versions, sigmoid
 from .subsystems import canonical, subsystem_for
 
 WS = re.compile(r"\S+|\s+")
@@ -131,6 +131,7 @@ def mail_segmenter(doc: Doc) -> Doc:
     return doc
 
 
+_RANGE_SEP = re.compile(r"\s*(?:\.\.\.?|->|-->|→|=>)\s*")
 ENTITY_LABELS = ("COMMIT", "VERSION", "RANGE", "CONFIG", "PERCENT", "CPU", "MEMORY", "ARCH", "FS", "BENCH")
 
 
@@ -139,34 +140,35 @@ def kernel_entities(doc: Doc) -> Doc:
     mt: MailText = doc._.mail
     clean = mt.clean
     found: list[tuple[int, int, str]] = []
-    for m in find_commits(clean):
+    for m in clean_commits(mt):
         found.append((m.cstart, m.cend, "COMMIT"))
-    vs = find_versions(clean)
+    vs = clean_versions(mt)
     for m in vs:
         found.append((m.cstart, m.cend, "VERSION"))
     for a, b in zip(vs, vs[1:]):
-        if re.fullmatch(r"\s*(?:\.\.\.?|->|-->|→|=>)\s*", clean[a.cend:b.cstart]):
+        if _RANGE_SEP.fullmatch(clean, a.cend, b.cstart):
             found.append((a.cstart, b.cend, "RANGE"))
-    for m in P.CONFIG_OPT.finditer(clean):
+    for m in mt.finditer(P.CONFIG_OPT):
         found.append((m.start(), m.end(), "CONFIG"))
-    for m in P.PERCENT.finditer(clean):
+    for m in mt.finditer(P.PERCENT):
         found.append((m.start(), m.end(), "PERCENT"))
     for rx in P.CPU_PATTERNS[:7]:
-        for m in rx.finditer(clean):
+        for m in mt.finditer(rx):
             found.append((m.start(1), m.end(1), "CPU"))
     for rx in P.MEMORY_PATTERNS:
-        for m in rx.finditer(clean):
+        for m in mt.finditer(rx):
             found.append((m.start(1), m.end(1), "MEMORY"))
     for rx, _name in P.ARCH_WORDS:
-        for m in rx.finditer(clean):
+        for m in mt.finditer(rx):
             found.append((m.start(), m.end(), "ARCH"))
-    for m in P.FS_RE.finditer(clean):
+    for m in mt.finditer(P.FS_RE):
         found.append((m.start(), m.end(), "FS"))
-    for m in P.BENCH_RE.finditer(clean):
+    for m in mt.finditer(P.BENCH_RE):
         found.append((m.start(), m.end(), "BENCH"))
     spans = []
+    to_body = mt.to_body
     for cs, ce, label in found:
-        bs, be = mt.to_body(cs), mt.to_body(max(cs, ce - 1)) + 1
+        bs, be = to_body(cs), to_body(max(cs, ce - 1)) + 1
         sp = doc.char_span(bs, be, label=label, alignment_mode="expand")
         if sp is not None:
             spans.append(sp)

@@ -118,6 +118,22 @@ def find_versions(text: str, base: int = 0, in_subject: bool = False, allow_weak
     return [x for x in out if getattr(x, "strong", False)]
 
 
+def clean_commits(mt: MailText) -> list[Mention]:
+    """``find_commits(mt.clean)``, found once per message (the entity and rule stages share it)."""
+    r = mt.memo.get("commits")
+    if r is None:
+        r = mt.memo["commits"] = find_commits(mt.clean)
+    return list(r)
+
+
+def clean_versions(mt: MailText) -> list[Mention]:
+    """``find_versions(mt.clean)``, found once per message."""
+    r = mt.memo.get("versions")
+    if r is None:
+        r = mt.memo["versions"] = find_versions(mt.clean)
+    return list(r)
+
+
 def version_key(v: str, base: tuple | None = None):
     s = v.lower().lstrip("v")
     if s.startswith("next-"):
@@ -194,6 +210,12 @@ LKP_DISK = re.compile(r"^\s*disk:\s*(\d+(?:HDD|SSD|NVMe|BRD\w*|pmem\w*)\b)", re.
 LKP_MEM_BLOCK = re.compile(r"^\s*Memory\s*:?\s*\n\s*Total\s*:\s*(\d+(?:\.\d+)?\s?[KMGT]i?B)\b", re.M | I)
 MEM_LINE = re.compile(r"^\s*(?:Mem(?:ory)?|RAM|MemTotal|System memory|Total memory)\s*:\s*(?:Total:?\s*)?"
                       r"(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]|kB))\b", re.M | I)
+_CPU_BAD_AFTER = re.compile(r"\b(?:does not|doesn't|fails?|not boot|broken|crash|hangs?|problem)\b", I)
+_ARCH_TITLE_PREFIX = re.compile(r"/[\w-]+:")
+_ARCH_NEG = re.compile(r"\b(?:not|doesn't|does not|unaffected|only on|fine on|works on)\b", I)
+_ARCH_NEG2 = re.compile(r"\breproduc|affect|fine|work", I)
+_MEM_MACHINE_LINE = re.compile(r"^(?:Hardware|System|Machine|Platform|Server|Test machine|Setup)\b[^\n]*?,\s*(\d+\s?[GT]i?B)\b",
+                               re.M | I)
 MEM_SETTING = re.compile(r"(?<![\w-])((?:QEMU_|VM_|GUEST_)?MEM(?:ORY)?(?:_(?:MB|GB|SIZE))?=\d+[KMGT]?)\b")
 
 
@@ -347,9 +369,9 @@ class Extractor:
     # -- entities ------------------------------------------------------------------------
     def collect(self) -> None:
         mt = self.mt
-        self.commits = find_commits(self.clean)
+        self.commits = clean_commits(mt) if self.clean is mt.clean else find_commits(self.clean)
         self.subject_commits = find_commits(self.subject, in_subject=True)
-        self.versions = find_versions(self.clean)
+        self.versions = clean_versions(mt) if self.clean is mt.clean else find_versions(self.clean)
         self.subject_versions = find_versions(self.subject, in_subject=True,
                                               allow_weak=any(getattr(v, "strong", False) for v in self.versions))
         for m in self.commits + self.versions:
@@ -981,8 +1003,9 @@ class Extractor:
         spans: dict = {}
         # cpu: prefer one near a bad cue if several
         cpus = []
+        mt = self.mt
         for rx in P.CPU_PATTERNS:
-            for m in rx.finditer(clean):
+            for m in mt.finditer(rx):
                 val = " ".join(m.group(1).split()).strip(" ,.")
                 if len(val) < 3:
                     continue
@@ -994,7 +1017,7 @@ class Extractor:
             if len({c[2] for c in cpus}) > 1:
                 for c in cpus:
                     after = clean[c[1]:c[1] + 120]
-                    if re.search(r"\b(?:does not|doesn't|fails?|not boot|broken|crash|hangs?|problem)\b", after, I):
+                    if _CPU_BAD_AFTER.search(after):
                         chosen = c
                         break
             hw["cpu"] = chosen[2]
@@ -1005,12 +1028,11 @@ class Extractor:
         for rx, name in P.ARCH_WORDS:
             for m in rx.finditer(self.subject):
                 arch_scores[name] = arch_scores.get(name, 0) + 3
-            for m in rx.finditer(clean):
-                if re.match(r"/[\w-]+:", clean[m.end():m.end() + 20]):
+            for m in mt.finditer(rx):
+                if _ARCH_TITLE_PREFIX.match(clean, m.end(), m.end() + 20):
                     continue  # a commit-title prefix ("x86/efi: ...") names a subsystem, not the test machine
                 ctx = clean[max(0, m.start() - 60):m.end() + 10]
-                if re.search(r"\b(?:not|doesn't|does not|unaffected|only on|fine on|works on)\b", ctx, I) and \
-                        re.search(r"\breproduc|affect|fine|work", ctx, I):
+                if _ARCH_NEG.search(ctx) and _ARCH_NEG2.search(ctx):
                     continue
                 w = 1.0
                 if name == "arm" and not re.search(r"\bARM\b", m.group(0)) and m.group(0) != "arm":
@@ -1047,28 +1069,27 @@ class Extractor:
             spans["arch"] = spans.get("cpu")
         # memory
         for rx in P.MEMORY_PATTERNS:
-            m = rx.search(clean)
+            m = mt.search(rx)
             if m:
                 hw["memory"] = " ".join(m.group(1).split())
                 spans["memory"] = (m.start(1), m.end(1))
                 break
         if hw["memory"] is None:
-            m = re.search(r"^(?:Hardware|System|Machine|Platform|Server|Test machine|Setup)\b[^\n]*?,\s*(\d+\s?[GT]i?B)\b",
-                          clean, re.M | I)
+            m = mt.search(_MEM_MACHINE_LINE)
             if m:
                 hw["memory"] = m.group(1)
                 spans["memory"] = (m.start(1), m.end(1))
         if hw["memory"] is None:
             # "Memory:\n  Total: 187 GB" / "MemTotal: 196608 kB" / "Memory: 16 GB" / "QEMU_MEM_MB=14336"
             for rx in (LKP_MEM_BLOCK, MEM_LINE, MEM_SETTING):
-                m = rx.search(clean)
+                m = mt.search(rx)
                 if m:
                     hw["memory"] = " ".join(m.group(1).split())
                     spans["memory"] = (m.start(1), m.end(1))
                     break
         # storage
         best = None
-        for m in P.STORAGE_HEAD.finditer(clean):
+        for m in mt.finditer(P.STORAGE_HEAD):
             line_start = clean.rfind("\n", 0, m.start()) + 1
             prefix = clean[line_start:m.start()].split()
             mods = []
@@ -1085,7 +1106,7 @@ class Extractor:
             start = m.start() - len(" ".join(mods)) - 1
             if best is None or score > best[0]:
                 best = (score, " ".join(text.split()), max(start, 0), m.end())
-        m = LKP_DISK.search(clean)
+        m = mt.search(LKP_DISK)
         if m and (best is None or best[0] < 3):
             # an LKP job parameter ("disk: 1HDD", "disk: 4SSD") names the test storage exactly
             best = (9, m.group(1), m.start(1), m.end(1))
