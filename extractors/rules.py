@@ -15,6 +15,7 @@ from . import patterns as P
 from .claim import Claim, Fact
 from . import numbers as NUM_T
 from .mailtext import MailText
+from .patterns import fold
 
 I = re.I
 
@@ -216,6 +217,21 @@ _ARCH_NEG = re.compile(r"\b(?:not|doesn't|does not|unaffected|only on|fine on|wo
 _ARCH_NEG2 = re.compile(r"\breproduc|affect|fine|work", I)
 _MEM_MACHINE_LINE = re.compile(r"^(?:Hardware|System|Machine|Platform|Server|Test machine|Setup)\b[^\n]*?,\s*(\d+\s?[GT]i?B)\b",
                                re.M | I)
+_FS_CTX = re.compile(r"mkfs\.|mount\s+-t|file\s?systems?|\bfs\b|\bon\s+\w*$|\(ro,|testcase|fs:", I)
+_TESTCASE = re.compile(r"(?:testcase|Benchmark|test tools? (?:is|are)|benchmarks? (?:is|are)|tools?)\s*[:\-]?\s*"
+                       r"([\w+.-]+)", I)
+_AND_OR = re.compile(r"\s+(?:and|or|,)")
+_WEAK_AFTER1 = re.compile(r"\s+(?:if=|of=|bs=|-\w)")
+_WEAK_BEFORE1 = re.compile(r"[\"'(]$")
+_WEAK_AFTER2 = re.compile(r"[\"']")
+_WEAK_BEFORE2 = re.compile(r"\b(?:the|a|simple|run|running|parallel|with|using)\s+$", I)
+_WEAK_AFTER3 = re.compile(r"\s+(?:performance|test|process|throughput|benchmark|run)", I)
+_LOOP_DONE = re.compile(r"\s*;\s*done\b.*$")
+_CMD_OPT = re.compile(r"\s-{1,2}\w|\b\w+=\S")
+_MAKE_J = re.compile(r"\s-j")
+_CFG_CODE = re.compile(r"\s*[+\-@]|\s*#\s*(?:if|ifdef|ifndef|endif|define)|.*\bIS_ENABLED\(")
+_CFG_SUGGEST = re.compile(r"\b(?:suggest\w*|try|could you|can you|maybe|perhaps|should|instead|alternatively|"
+                          r"would|if you)\b", I)
 MEM_SETTING = re.compile(r"(?<![\w-])((?:QEMU_|VM_|GUEST_)?MEM(?:ORY)?(?:_(?:MB|GB|SIZE))?=\d+[KMGT]?)\b")
 
 
@@ -380,7 +396,7 @@ class Extractor:
             m.depth = mt.depth_at(m.cstart)
         self.robot_subject = P.ROBOT_SUBJECT.search(self.subject)
         self.is_robot = bool(self.robot_subject) or bool(P.ROBOT_MARK.search(self.clean[:3000])) \
-            or bool(P.ROBOT_BODY.search(self.clean))
+            or bool(mt.search(P.ROBOT_BODY))
 
     # -- culprit -------------------------------------------------------------------------
     def _unit_text_before(self, m: Mention) -> str:
@@ -791,7 +807,7 @@ class Extractor:
                 # and a rise of a time-like one; an "improvement" the reverse
                 down = (m.group(4).lower() == "regression") != bool(P.TIME_METRIC.search(metric))
                 pct = -pct if down else pct
-        mb = P.ROBOT_BODY.search(self.clean)
+        mb = self.mt.search(P.ROBOT_BODY)
         if mb:
             if metric is None:
                 metric, pct = mb.group(3), float(mb.group(1))
@@ -801,13 +817,13 @@ class Extractor:
             span = (mb.start(), mb.end())
         pair = None
         # comparison block: "commit:\n  <parent> (...)\n  <culprit> (...)"
-        for cm in re.finditer(r"^commit:\s*\n((?:[ \t]*[0-9a-f]{7,40}\b[^\n]*\n?){2,})", self.clean, re.M):
-            ids = re.findall(r"^[ \t]*([0-9a-f]{7,40})\b", cm.group(1), re.M)
+        for cm in self.mt.finditer(_COMMIT_BLOCK):
+            ids = _BLOCK_IDS.findall(cm.group(1))
             if len(ids) >= 2:
                 pair = (ids[0], ids[1], cm.start(1), cm.start(1) + cm.group(1).find(ids[1]))
                 break
-        if pair is None and m and P.ROBOT_COMMIT_LINE.search(self.clean):
-            cl = P.ROBOT_COMMIT_LINE.search(self.clean)
+        if pair is None and m and self.mt.search(P.ROBOT_COMMIT_LINE):
+            cl = self.mt.search(P.ROBOT_COMMIT_LINE)
             pair = (None, m.group(1), -1, cl.start(1))
         return metric, pct, span, pair
 
@@ -866,7 +882,7 @@ class Extractor:
         # (a2) tables: version/commit blocks and columns, unit rows, LKP comparison rows
         r_metric = self.robot_subject.group(2) if self.robot_subject else None
         if r_metric is None:
-            mb = P.ROBOT_BODY.search(clean)
+            mb = self.mt.search(P.ROBOT_BODY)
             r_metric = mb.group(3) if mb else None
         tables = (NUM_T.lkp_rows(units, clean, r_metric) + NUM_T.block_rows(units, clean)
                   + NUM_T.version_columns(units, clean) + NUM_T.unit_rows(units, clean))
@@ -962,16 +978,9 @@ class Extractor:
 
     def stated_percent(self):
         """A regression percentage stated in prose: returns (value, cspan, hedged, in_subject)."""
-        rx = re.compile(r"(?P<hedge>more than|over|at least|up to|>|almost|nearly|about|around|roughly|approx\w*|~)?"
-                        r"\s*(?P<num>[-+]?\d+(?:\.\d+)?)\s?%\s+(?:\w+\s+){0,3}?(?P<w>regression|drop|decrease|"
-                        r"degradation|slowdown|loss|lower|slower|worse|reduction|less|performance (?:drop|loss|"
-                        r"decrease|regression))", I)
-        rx2 = re.compile(r"(?:regression|drop|decrease|degradation|slowdown|loss|reduction)\s+of\s+"
-                         r"(?P<hedge>more than|over|at least|up to|about|around|roughly|~)?\s*(?P<num>[-+]?\d+(?:\.\d+)?)\s?%",
-                         I)
         for text, subj in ((self.clean, False), (self.subject, True)):
-            for r in (rx, rx2):
-                m = r.search(text)
+            for r in (_STATED_PCT, _STATED_PCT_OF):
+                m = (r.search(text) if "%" in text else None) if subj else self.mt.search(r)
                 if m:
                     hedge = (m.group("hedge") or "").lower()
                     hedged = hedge in ("more than", "over", "at least", "up to", ">")
@@ -983,10 +992,9 @@ class Extractor:
         return None
 
     def times_phrase(self):
-        rx = re.compile(r"(?P<hedge>more than |over |almost |nearly |about |~)?\b(?P<n>twice|two times|2x|three times|"
-                        r"3x|\d+(?:\.\d+)? ?times|\d+(?:\.\d+)?x)\s+(?:as\s+)?(?P<w>long|slow(?:er)?|longer)", I)
+        rx = _TIMES
         for text, subj in ((self.clean, False), (self.subject, True)):
-            m = rx.search(text)
+            m = rx.search(text) if subj else self.mt.search(rx)
             if m:
                 n = m.group("n").lower()
                 factor = {"twice": 2.0, "two times": 2.0, "2x": 2.0, "three times": 3.0, "3x": 3.0}.get(n)
@@ -1124,11 +1132,12 @@ class Extractor:
         fs_span: dict[str, tuple] = {}
         for m in P.FS_RE.finditer(self.subject):
             fs_scores[m.group(1).lower()] = fs_scores.get(m.group(1).lower(), 0) + 4
-        for m in P.FS_RE.finditer(clean):
+        mt = self.mt
+        for m in mt.finditer(P.FS_RE):
             name = m.group(1).lower()
             ctx = clean[max(0, m.start() - 20):m.end() + 20]
             w = 0.5
-            if re.search(r"mkfs\.|mount\s+-t|file\s?systems?|\bfs\b|\bon\s+\w*$|\(ro,|testcase|fs:", ctx, I):
+            if _FS_CTX.search(ctx):
                 w = 2.0
             fs_scores[name] = fs_scores.get(name, 0) + w
             fs_span.setdefault(name, (m.start(), m.end()))
@@ -1141,23 +1150,21 @@ class Extractor:
         b_scores: dict[str, float] = {}
         b_first: dict[str, int] = {}
         b_span: dict[str, tuple] = {}
-        tc = re.search(r"(?:testcase|Benchmark|test tools? (?:is|are)|benchmarks? (?:is|are)|tools?)\s*[:\-]?\s*"
-                       r"([\w+.-]+)", clean, I)
+        tc = mt.search(_TESTCASE)
         if tc and P.BENCH_RE.fullmatch(tc.group(1)):
             n = tc.group(1).lower()
-            b_scores[n] = 3 if re.match(r"\s+(?:and|or|,)", clean[tc.end(1):]) else 10
+            b_scores[n] = 3 if _AND_OR.match(clean, tc.end(1)) else 10
             b_first[n] = tc.start(1)
             b_span[n] = (tc.start(1), tc.end(1))
         for text, w0, subj in ((self.subject, 3.0, True), (clean, 1.0, False)):
-            for m in P.BENCH_RE.finditer(text):
+            for m in (P.BENCH_RE.finditer(text) if subj else mt.finditer(P.BENCH_RE)):
                 name = m.group(1).lower()
                 if name in P.BENCH_WEAK:
                     after = text[m.end():m.end() + 25]
                     before = text[max(0, m.start() - 12):m.start()]
-                    if not (re.match(r"\s+(?:if=|of=|bs=|-\w)", after) or re.search(r"[\"'(]$", before)
-                            or re.match(r"[\"']", after) or re.search(r"\b(?:the|a|simple|run|running|parallel|"
-                                                                      r"with|using)\s+$", before, I)
-                            or re.match(r"\s+(?:performance|test|process|throughput|benchmark|run)", after, I)):
+                    if not (_WEAK_AFTER1.match(after) or _WEAK_BEFORE1.search(before)
+                            or _WEAK_AFTER2.match(after) or _WEAK_BEFORE2.search(before)
+                            or _WEAK_AFTER3.match(after)):
                         continue
                 if name in P.BENCH_TESTS and kind != "performance":
                     continue
@@ -1174,7 +1181,7 @@ class Extractor:
         # command: the benchmark command line as written (continuation lines joined)
         best = None
         bench = cfg.get("benchmark")
-        for m in (P.COMMAND_LINE.finditer(clean) if P.TOOL_ANY.search(clean) else ()):
+        for m in (mt.finditer(P.COMMAND_LINE) if mt.search(P.TOOL_ANY) else ()):
             line = m.group(1)
             end = m.end(1)
             while line.rstrip().endswith("\\"):
@@ -1185,22 +1192,22 @@ class Extractor:
                 line = line.rstrip()[:-1] + " " + nxt.strip()
                 end = nl if nl >= 0 else len(clean)
             cmd = " ".join(line.split()).rstrip("\\ ")
-            cmd = re.sub(r"\s*;\s*done\b.*$", "", cmd)  # the body of a shell loop
+            cmd = _LOOP_DONE.sub("", cmd)  # the body of a shell loop
             toks = cmd.split()
             tool = next((t for t in toks if t in P.COMMAND_TOOLS or t.startswith("./")), toks[0])
             score = 0.0
             if bench and (tool == bench or tool.replace("_", "") == bench):
                 score += 3
-            if re.search(r"\s-{1,2}\w|\b\w+=\S", cmd):
+            if _CMD_OPT.search(cmd):
                 score += 1
-            if tool == "make" and not re.search(r"\s-j", cmd):
+            if tool == "make" and not _MAKE_J.search(cmd):
                 score -= 2
             if self.mt.depth_at(m.start(1)) > 0:
                 score -= 0.5
             if best is None or score > best[0]:
                 best = (score, cmd, m.start(1), end)
         if best is None:
-            m = P.INLINE_COMMAND.search(clean)
+            m = mt.search(P.INLINE_COMMAND)
             if m:
                 best = (0, " ".join(m.group(1).split()), m.start(1), m.end(1))
         if best is not None:
@@ -1213,19 +1220,17 @@ class Extractor:
                                ("mkfs", P.MKFS_LINE, ("mkfs",)), ("mount_options", P.MOUNT_OPTS, ("mount",))):
             if not any(h in low for h in hint):
                 continue
-            m = rx.search(clean)
+            m = mt.search(rx)
             if m:
                 self.setup_facts.append((name, " ".join(m.group(1).split())[:300], (m.start(1), m.end(1))))
         # kernel config options named as part of the setup
         seen: dict[str, str] = {}
-        for m in P.CONFIG_OPT.finditer(clean):
+        for m in mt.finditer(P.CONFIG_OPT):
             u = self.mt.unit_at(m.start())
             utext = u.text if u else ""
-            if u and u.structured and re.match(r"\s*[+\-@]|\s*#\s*(?:if|ifdef|ifndef|endif|define)|.*\bIS_ENABLED\(",
-                                               utext):
+            if u and u.structured and _CFG_CODE.match(utext):
                 continue
-            if re.search(r"\b(?:suggest\w*|try|could you|can you|maybe|perhaps|should|instead|alternatively|"
-                         r"would|if you)\b", utext, I):
+            if _CFG_SUGGEST.search(utext):
                 continue
             name = m.group(1)
             written = m.group(0)
@@ -1237,9 +1242,13 @@ class Extractor:
 
     # -- classification ------------------------------------------------------------------
     def kind_of(self, has_measure: bool) -> str | None:
-        text = self.clean[:20000]
-        perf = len(P.PERF_WORDS.findall(text)) + 2 * len(P.PERF_WORDS.findall(self.subject))
-        func = len(P.FAIL_WORDS.findall(text)) * 0.5 + 2 * len(P.FAIL_WORDS.findall(self.subject))
+        if len(self.clean) <= 20000:
+            n_perf, n_fail = len(self.mt.finditer(P.PERF_WORDS)), len(self.mt.finditer(P.FAIL_WORDS))
+        else:
+            text = self.clean[:20000]
+            n_perf, n_fail = len(P.PERF_WORDS.findall(text)), len(P.FAIL_WORDS.findall(text))
+        perf = n_perf + 2 * len(P.PERF_WORDS.findall(self.subject))
+        func = n_fail * 0.5 + 2 * len(P.FAIL_WORDS.findall(self.subject))
         if has_measure:
             perf += 4
         if self.robot_subject:
@@ -1253,7 +1262,12 @@ class Extractor:
         why: list[str] = []
         subj = self.subject
         clean = self.clean
-        own = "\n".join(u.text for u in self.mt.units if u.depth == 0)
+        mt = self.mt
+        own = own_text(mt)
+        own_low = fold(own)
+
+        def own_search(rx):
+            return rx.search(own) if P.may_match(rx, own, own_low) else None
 
         def add(w, reason):
             nonlocal s
@@ -1265,7 +1279,7 @@ class Extractor:
                 add(5, "robot regression subject")
             else:
                 add(-8, "robot improvement subject")
-        mb = P.ROBOT_BODY.search(clean)
+        mb = mt.search(P.ROBOT_BODY)
         if mb and not self.robot_subject:
             add(4 if mb.group(2).lower() == "regression" else -8, "robot body " + mb.group(2).lower())
         is_patch = bool(P.PATCH_SUBJECT.search(subj))
@@ -1280,11 +1294,9 @@ class Extractor:
         elif subj_other and not P.REGRESSION_WORD.search(P.REGRESSION_OTHER_SENSE.sub(" ", subj)):
             # the subject is about regressions as a topic (testing, tracking, tooling): a discussion
             add(-1.5, "subject uses regression in another sense")
-        if re.search(r"\bbisect", subj, I):
+        if _BISECT.search(subj):
             add(1.0, "bisect in subject")
-        if P.FAIL_WORDS.search(subj) or re.search(r"\b(?:slow\w*|performance (?:loss|drop|problem|issue|decrease)s?|"
-                                                   r"scalability (?:issue|problem)s?|takes \w+ as long|"
-                                                   r"twice as (?:long|slow))\b", subj, I):
+        if P.FAIL_WORDS.search(subj) or _SUBJ_PERF.search(subj):
             add(1.5, "failure/perf words in subject")
         # body evidence
         if culprit is not None:
@@ -1293,62 +1305,96 @@ class Extractor:
             add(1.5, "good/bad pair")
         elif bad is not None:
             add(0.5, "bad version")
-        claims = re.findall(r"\b(?:(?:found|see|seeing|saw|noticed|observed|report\w*|suffering from|hit|have|has|is)"
-                            r"\s+(?:a |an |the |this |some |what looks to be a |significant |measurable |"
-                            r"performance |big |huge |serious |\w+ )?regression|regression (?:in|from|since|on|with|"
-                            r"introduced|caused|is|was|starting)|(?:performance|perf|throughput|write|read|boot)\s+"
-                            r"(?:drop|loss|decrease|degradation|regression)|\d+(?:\.\d+)?\s?%\s+(?:\w+\s+){0,2}"
-                            r"(?:regression|drop|decrease|slower|degradation)|(?:\w+ )?\d\.\d+[\w.-]* regression|"
-                            r"(?:this|that|it) (?:is|was) a regression|"
-                            r"(?:no longer|doesn't|does not|fails to|failed to) (?:boot|work|build|compile|resume)|"
-                            r"slower (?:than|with|on|since|after)|twice as long|(?:boot|build|compile) (?:failure|"
-                            r"problem|error|regression)s?|caused (?:this|the|a) regression|"
-                            r"(?:extremely|very|much|really) slow|slow(?:er)? compared|"
-                            r"(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)"
-                            r"\b[^.]{0,40}\b(?:regression|slowdown|drop|crash|failure|hang|breakage)|"
-                            r"(?:speed|performance|throughput|bandwidth|latency|I/O|io)\s+regressions?|"
-                            r"(?:bad|poor|terrible|degraded)\s+(?:I/O\s+|io\s+|disk\s+|network\s+|write\s+|read\s+)?performance|"
-                            r"drop(?:ped|s)?\s+(?:\w+\s+){0,3}from\s+(?:~|about\s+)?\d|"
-                            r"(?:took|takes|taking)\s+(?:\w+\s+){0,2}(?:times\s+)?longer|"
-                            r"(?:unable|fails?|failed) to boot|(?:silently )?fails? (?:on|at|during) boot|"
-                            r"(?:git[- ])?bisect\w*\s+(?:led|leads|pointed|points)\s+(?:me\s+|us\s+)?to|"
-                            r"regress(?:es|ed)?\s+(?:consistently|badly|by\s+~?\d)|"
-                            # a commit / patch / change "that introduces" or "caused" a named failure
-                            r"(?:commit|patch|change)\s+(?:that|which)\s+(?:first\s+)?(?:introduc\w+|caus\w+|"
-                            r"trigger\w+|brought)\s+(?:the\s+|these\s+|this\s+|a\s+)?(?:\w+\s+)?(?:lock-?ups?|"
-                            r"hangs?|crash\w*|regression|slowdown|breakage|boot failures?|panics?|oops\w*))\b",
-                            clean, I)
-        other = P.REGRESSION_OTHER_SENSE.findall(clean)
-        if re.search(r"\b(?:this|the|that) (?:report|result|bisect\w*|regression) (?:is|was) (?:a |just |simply )?"
-                     r"(?:a )?(?:noise|bogus|false|wrong|invalid)\b|\bfalse (?:alarm|positive)s?\b|"
-                     r"\bnot a (?:real |kernel )?regression\b", own, I):
+        claims = len(mt.finditer(_CLAIMS))
+        other = len(mt.finditer(P.REGRESSION_OTHER_SENSE))
+        if own_search(_RETRACT):
             add(-4.0, "the message retracts the report (noise / false alarm)")
         if claims:
-            add(min(3.0, 1.5 * len(claims)), f"regression claims x{len(claims)}")
-        if re.search(r"\b(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)"
-                     r"\b[^.]{0,40}\b(?:regression|slowdown|drop|crash|failure|hang|breakage)", own, I):
+            add(min(3.0, 1.5 * claims), f"regression claims x{claims}")
+        if own_search(_PATCH_BLAMED):
             add(1.5, "the patch under review is blamed")
         if measure_pct is not None and measure_pct < 0 and not self.robot_subject:
             add(0.5, "measured drop")
         if other:
-            add(-1.0 * min(2, len(other)), "regression in another sense")
+            add(-1.0 * min(2, other), "regression in another sense")
         # patch / fix / improvement shape (author's own text)
-        if re.search(r"^(?:diff --git|--- a/|\+\+\+ b/|Index: )", own, re.M):
+        if own_search(_OWN_DIFF):
             add(-2.5, "own text carries a diff")
-        if re.search(r"^Signed-off-by:", own, re.M) and (is_patch or re.search(r"^---\s*$", own, re.M)):
+        if own_search(_OWN_SOB) and (is_patch or own_search(_OWN_DASHES)):
             add(-1.5, "signed-off patch")
-        if re.search(r"^Fixes:\s*[0-9a-f]{7,}", own, re.M):
+        if own_search(_OWN_FIXES):
             add(-2.5, "Fixes: tag in own text")
-        if P.FIX_PATCH_WORDS.search(own):
+        if own_search(P.FIX_PATCH_WORDS):
             add(-1.5, "fix wording")
-        if P.STABLE_REVIEW.search(own):
+        if own_search(P.STABLE_REVIEW):
             add(-4, "stable review")
-        imp = P.IMPROVE_WORDS.findall(own)
+        imp = P.IMPROVE_WORDS.findall(own) if P.may_match(P.IMPROVE_WORDS, own, own_low) else []
         if imp and not claims:
             add(-min(2.0, 0.75 * len(imp)), "improvement wording")
-        if re.search(r"\bno (?:new )?regressions?\b|\bwithout (?:any )?regressions?\b", own, I) and not claims:
+        if own_search(_NO_REGRESSIONS) and not claims:
             add(-2.0, "no regressions report")
         return s, why
+
+
+_CLAIMS = re.compile(r"\b(?:(?:found|see|seeing|saw|noticed|observed|report\w*|suffering from|hit|have|has|is)"
+                     r"\s+(?:a |an |the |this |some |what looks to be a |significant |measurable |"
+                     r"performance |big |huge |serious |\w+ )?regression|regression (?:in|from|since|on|with|"
+                     r"introduced|caused|is|was|starting)|(?:performance|perf|throughput|write|read|boot)\s+"
+                     r"(?:drop|loss|decrease|degradation|regression)|\d+(?:\.\d+)?\s?%\s+(?:\w+\s+){0,2}"
+                     r"(?:regression|drop|decrease|slower|degradation)|(?:\w+ )?\d\.\d+[\w.-]* regression|"
+                     r"(?:this|that|it) (?:is|was) a regression|"
+                     r"(?:no longer|doesn't|does not|fails to|failed to) (?:boot|work|build|compile|resume)|"
+                     r"slower (?:than|with|on|since|after)|twice as long|(?:boot|build|compile) (?:failure|"
+                     r"problem|error|regression)s?|caused (?:this|the|a) regression|"
+                     r"(?:extremely|very|much|really) slow|slow(?:er)? compared|"
+                     r"(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)"
+                     r"\b[^.]{0,40}\b(?:regression|slowdown|drop|crash|failure|hang|breakage)|"
+                     r"(?:speed|performance|throughput|bandwidth|latency|I/O|io)\s+regressions?|"
+                     r"(?:bad|poor|terrible|degraded)\s+(?:I/O\s+|io\s+|disk\s+|network\s+|write\s+|read\s+)?performance|"
+                     r"drop(?:ped|s)?\s+(?:\w+\s+){0,3}from\s+(?:~|about\s+)?\d|"
+                     r"(?:took|takes|taking)\s+(?:\w+\s+){0,2}(?:times\s+)?longer|"
+                     r"(?:unable|fails?|failed) to boot|(?:silently )?fails? (?:on|at|during) boot|"
+                     r"(?:git[- ])?bisect\w*\s+(?:led|leads|pointed|points)\s+(?:me\s+|us\s+)?to|"
+                     r"regress(?:es|ed)?\s+(?:consistently|badly|by\s+~?\d)|"
+                     # a commit / patch / change "that introduces" or "caused" a named failure
+                     r"(?:commit|patch|change)\s+(?:that|which)\s+(?:first\s+)?(?:introduc\w+|caus\w+|"
+                     r"trigger\w+|brought)\s+(?:the\s+|these\s+|this\s+|a\s+)?(?:\w+\s+)?(?:lock-?ups?|"
+                     r"hangs?|crash\w*|regression|slowdown|breakage|boot failures?|panics?|oops\w*))\b",
+                     I)
+_BISECT = re.compile(r"\bbisect", I)
+_SUBJ_PERF = re.compile(r"\b(?:slow\w*|performance (?:loss|drop|problem|issue|decrease)s?|"
+                        r"scalability (?:issue|problem)s?|takes \w+ as long|twice as (?:long|slow))\b", I)
+_RETRACT = re.compile(r"\b(?:this|the|that) (?:report|result|bisect\w*|regression) (?:is|was) (?:a |just |simply )?"
+                      r"(?:a )?(?:noise|bogus|false|wrong|invalid)\b|\bfalse (?:alarm|positive)s?\b|"
+                      r"\bnot a (?:real |kernel )?regression\b", I)
+_PATCH_BLAMED = re.compile(r"\b(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)"
+                           r"\b[^.]{0,40}\b(?:regression|slowdown|drop|crash|failure|hang|breakage)", I)
+_OWN_DIFF = re.compile(r"^(?:diff --git|--- a/|\+\+\+ b/|Index: )", re.M)
+_OWN_SOB = re.compile(r"^Signed-off-by:", re.M)
+_OWN_DASHES = re.compile(r"^---\s*$", re.M)
+_OWN_FIXES = re.compile(r"^Fixes:\s*[0-9a-f]{7,}", re.M)
+_NO_REGRESSIONS = re.compile(r"\bno (?:new )?regressions?\b|\bwithout (?:any )?regressions?\b", I)
+
+
+def own_text(mt: MailText) -> str:
+    """The author's own text (depth-0 units joined by newlines), built once per message."""
+    r = mt.memo.get("own")
+    if r is None:
+        r = mt.memo["own"] = "\n".join(u.text for u in mt.units if u.depth == 0)
+    return r
+
+
+_COMMIT_BLOCK = re.compile(r"^commit:\s*\n((?:[ \t]*[0-9a-f]{7,40}\b[^\n]*\n?){2,})", re.M)
+_BLOCK_IDS = re.compile(r"^[ \t]*([0-9a-f]{7,40})\b", re.M)
+_STATED_PCT = re.compile(r"(?P<hedge>more than|over|at least|up to|>|almost|nearly|about|around|roughly|approx\w*|~)?"
+                         r"\s*(?P<num>[-+]?\d+(?:\.\d+)?)\s?%\s+(?:\w+\s+){0,3}?(?P<w>regression|drop|decrease|"
+                         r"degradation|slowdown|loss|lower|slower|worse|reduction|less|performance (?:drop|loss|"
+                         r"decrease|regression))", I)
+_STATED_PCT_OF = re.compile(r"(?:regression|drop|decrease|degradation|slowdown|loss|reduction)\s+of\s+"
+                            r"(?P<hedge>more than|over|at least|up to|about|around|roughly|~)?\s*"
+                            r"(?P<num>[-+]?\d+(?:\.\d+)?)\s?%", I)
+_TIMES = re.compile(r"(?P<hedge>more than |over |almost |nearly |about |~)?\b(?P<n>twice|two times|2x|three times|"
+                    r"3x|\d+(?:\.\d+)? ?times|\d+(?:\.\d+)?x)\s+(?:as\s+)?(?P<w>long|slow(?:er)?|longer)", I)
 
 
 def sigmoid(x: float) -> float:
