@@ -16,7 +16,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from .patterns import fold, may_match
+from .patterns import WORD_GUARDS, fold, may_match, words_of
 
 QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
 FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
@@ -78,14 +78,52 @@ class MailText:
             self._low = fold(self.clean)
         return self._low
 
+    @property
+    def words(self) -> frozenset:
+        """The case-folded words of the clean text (``patterns.words_of``)."""
+        w = self.memo.get("words")
+        if w is None:
+            w = self.memo["words"] = words_of(self.clean)
+        return w
+
     def finditer(self, rx: re.Pattern) -> list:
         """``list(rx.finditer(self.clean))``, computed once (do not modify the list)."""
         try:
             return self._scans[rx]
         except KeyError:
             pass
-        out = list(rx.finditer(self.clean)) if may_match(rx, self.clean, self.low) else []
+        wg = WORD_GUARDS.get(rx)
+        if wg is not None:
+            out = self._word_scan(rx, wg)
+        else:
+            out = list(rx.finditer(self.clean)) if may_match(rx, self.clean, self.low) else []
         self._scans[rx] = out
+        return out
+
+    def _word_scan(self, rx: re.Pattern, first_words: frozenset) -> list:
+        """``list(rx.finditer(clean))`` for a ``patterns.WORD_GUARDS`` pattern: every match starts
+        a word in ``first_words``, so the pattern is only tried where such a word occurs, in text
+        order, resuming after each match as ``finditer`` does (these patterns never match empty)."""
+        present = first_words & self.words
+        if not present:
+            return []
+        low, clean = self.low, self.clean
+        starts = set()
+        for w in present:
+            i = low.find(w)
+            while i >= 0:
+                starts.add(i)
+                i = low.find(w, i + 1)
+        out = []
+        end = 0
+        match = rx.match
+        for p in sorted(starts):
+            if p < end:
+                continue
+            m = match(clean, p)
+            if m is not None:
+                out.append(m)
+                end = m.end()
         return out
 
     def search(self, rx: re.Pattern):

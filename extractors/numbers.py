@@ -237,3 +237,7 @@ def lkp_rows(units, clean: str, metric: str | None) -> list[Table]:
         if out:
             break
     return out
+
+
+# cue patterns with a \b(?=\w) check in front (patterns.word_led: same matches, faster scans)
+RUNS = P.word_led(RUNS)

@@ -1399,3 +1399,15 @@ _TIMES = re.compile(r"(?P<hedge>more than |over |almost |nearly |about |~)?\b(?P
 
 def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
+
+
+# cue patterns with a \b(?=\w) check in front (patterns.word_led: same matches, faster scans)
+KERNEL_CTX = P.word_led(KERNEL_CTX)
+FIX_AFTER = P.word_led(FIX_AFTER)
+GOOD_CUE = P.word_led(GOOD_CUE)
+GOOD_LEFT = P.word_led(GOOD_LEFT)
+BAD_CUE = P.word_led(BAD_CUE)
+BAD_LEFT = P.word_led(BAD_LEFT)
+STAT_KV = P.word_led(STAT_KV)
+_CLAIMS = P.word_led(_CLAIMS)
+_CFG_SUGGEST = P.word_led(_CFG_SUGGEST)
