@@ -466,7 +466,7 @@ WORD_GUARDS = {
 
 
 def words_of(text: str) -> frozenset:
-    """The case-folded words (maximal \w runs) of ``text``."""
+    """The case-folded words (maximal \\w runs) of ``text``."""
     ws = set(_WORD_RUN.findall(text))
     return frozenset(fold("\n".join(ws)).split("\n")) if ws else frozenset()
 
