@@ -222,6 +222,7 @@ import re._constants as _C  # noqa: E402
 import re._parser as _rp  # noqa: E402
 
 _MAX_SET = 64
+_MAX_GUARD = 24
 # the only non-ASCII characters that match an ASCII letter under re.IGNORECASE
 # (İ ı ſ K: Python's unicode case folding / re._casefix)
 _FOLD_SPECIAL = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
@@ -242,7 +243,8 @@ def _best(cands):
     for c in cands:
         if not c or "" in c:
             continue
-        key = (min(len(s) for s in c), -len(c))
+        n = min(len(s) for s in c)
+        key = (min(n, 4), -len(c), n)  # selective enough (4+ characters), then fewest strings
         if best is None or key > best[0]:
             best = (key, c)
     return best[1] if best else None
@@ -315,12 +317,12 @@ def _node(op, av, icase):
 
 def _seq(items, icase):
     cur = {""}
-    run_ok = True      # cur is the exact set of the current run of exact items
     seq_exact = True   # every item so far exact and the product small
     cands = []
     for op, av in items:
         ex, rq = _node(op, av, icase)
         if ex is not None:
+            cands.append(frozenset(cur))  # a prefix of a run is consumed contiguously too
             new = {a + b for a in cur for b in ex}
             if len(new) <= _MAX_SET:
                 cur = new
@@ -337,8 +339,28 @@ def _seq(items, icase):
         if rq:
             cands.append(rq)
     cands.append(frozenset(cur))
-    del run_ok
     return (frozenset(cur) if seq_exact else None), _best(cands)
+
+
+def _simplify(req: frozenset) -> frozenset:
+    """Fewer strings for the same test: a string may be replaced by any part of it (a text
+    holding the string holds the part), so parts of 4-10 characters shared by many strings
+    stand in for them (greedy, deterministic)."""
+    left = set(req)
+    out: set = set()
+    while left:
+        counts: dict = {}
+        for s in left:
+            if len(s) <= 4:
+                subs = {s}
+            else:
+                subs = {s[i:i + k] for k in range(4, min(len(s), 10) + 1) for i in range(len(s) - k + 1)}
+            for x in subs:
+                counts[x] = counts.get(x, 0) + 1
+        best = max(counts, key=lambda x: (counts[x], len(x), x))
+        out.add(best)
+        left = {s for s in left if best not in s}
+    return frozenset(out) if len(out) < len(req) else req
 
 
 def literal_guard(rx: re.Pattern):
@@ -352,8 +374,10 @@ def literal_guard(rx: re.Pattern):
         return None
     icase = bool(parsed.state.flags & _C.SRE_FLAG_IGNORECASE)
     _ex, req = _seq(list(parsed), icase)
-    if not req:
-        return None
+    if req:
+        req = _simplify(req)
+    if not req or len(req) > _MAX_GUARD:
+        return None  # none known, or testing for it would cost about as much as the scan
     return icase, tuple(sorted(req, key=lambda s: (-len(s), s)))
 
 
