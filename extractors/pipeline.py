@@ -34,6 +34,7 @@ from .rules import Extractor, clean_commits, clean_versions, find_commits, find_
 from .subsystems import canonical, subsystem_for
 
 WS = re.compile(r"\S+|\s+")
+WORD_SPACE = re.compile(r"(\S+)( ?)|(\s+)")
 
 if not Doc.has_extension("mail"):
     Doc.set_extension("mail", default=None)
@@ -41,6 +42,8 @@ if not Doc.has_extension("mail"):
     Doc.set_extension("claim", default=None)
 if not Doc.has_extension("rules"):
     Doc.set_extension("rules", default=None)
+if not Doc.has_extension("mail_text"):
+    Doc.set_extension("mail_text", default=None)
 
 
 def _depth_of_token(tok: Token) -> int:
@@ -66,21 +69,12 @@ class MailTokenizer:
         self.vocab = vocab
 
     def __call__(self, text: str) -> Doc:
-        words: list[str] = []
-        spaces: list[bool] = []
-        for m in WS.finditer(text):
-            tok = m.group()
-            if tok[0].isspace():
-                if words and not spaces[-1] and tok.startswith(" "):
-                    spaces[-1] = True
-                    tok = tok[1:]
-                if tok:
-                    words.append(tok)
-                    spaces.append(False)
-            else:
-                words.append(tok)
-                spaces.append(False)
-        return Doc(self.vocab, words=words, spaces=spaces)
+        # a word takes one following " " as its trailing space; the rest of a whitespace run
+        # (or all of it, at the start of the text or when it does not begin with " ") is a token
+        parts = WORD_SPACE.findall(text)
+        doc = Doc(self.vocab, words=[w or ws for w, _sp, ws in parts], spaces=[bool(sp) for _w, sp, ws in parts])
+        doc._.mail_text = text  # == doc.text, without joining the tokens again
+        return doc
 
     # spaCy serialisation hooks (nothing to store)
     def to_bytes(self, **kw):
@@ -116,7 +110,8 @@ def _body_depth_index(mt: MailText):
 
 @Language.component("regtriage_mail_segmenter")
 def mail_segmenter(doc: Doc) -> Doc:
-    mt = MailText(doc.text)
+    text = doc._.mail_text
+    mt = MailText(doc.text if text is None else text)
     mt.depth_of_body = _body_depth_index(mt)  # type: ignore[attr-defined]
     doc._.mail = mt
     starts = {mt.to_body(u.cstart) for u in mt.units}
