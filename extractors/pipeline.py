@@ -336,6 +336,7 @@ STATE_PERF = re.compile(r"\b(?:slow(?:er|down|s)?|drop(?:s|ped)?|decrease[sd]?|l
 STATE_FUNC = re.compile(r"\b(?:fail\w*|broken|breaks?|broke|crash\w*|hang\w*|hung|oops|panic|(?:does|did)n'?t boot|"
                         r"not boot|unable to|no longer|stopped working|error)\b", re.I)
 VER_OR_ID = re.compile(r"(?<![\w.])v?[2-9]\.\d|\b[0-9a-f]{7,40}\b|\bnext-\d{8}")
+_BISECTED_TO = re.compile(r"\bbisect\w*\b[^.\n]{0,40}\b(?:to|down)\b|\bis the first bad\b", re.I)
 CLAIM_HINT = re.compile(r"regress|bisect|first bad|caused|introduced|slow|drop|decreas|lower|degrad|longer|loss|perf|"
                         r"throughput|latency|%|fail|broke|crash|hang|hung|oops|panic|boot|unable|no longer|stopped|error",
                         re.I)
@@ -349,24 +350,30 @@ def _claim_sentence(ex: Extractor, kind: str | None) -> tuple[tuple[int, int] | 
     """The sentence (or the subject line) that best states the regression: (clean span, in_subject)."""
     side = STATE_PERF if kind == "performance" else STATE_FUNC if kind == "functional" else None
 
-    def score(text: str, depth: int) -> float:
-        sc = 3.0 * bool(STATE_STRONG.search(text))
-        if re.search(r"\bbisect\w*\b[^.\n]{0,40}\b(?:to|down)\b|\bis the first bad\b", text, re.I):
+    may = P.may_match
+
+    def has(rx: re.Pattern, text: str, low: str) -> bool:
+        return may(rx, text, low) and rx.search(text) is not None
+
+    def score(text: str, depth: int, low: str) -> float:
+        sc = 3.0 * has(STATE_STRONG, text, low)
+        if has(_BISECTED_TO, text, low):
             sc += 2.0
-        sc += 1.0 * bool(STATE_PERF.search(text) or STATE_FUNC.search(text))
-        if side is not None and side.search(text):
+        sc += 1.0 * bool(has(STATE_PERF, text, low) or has(STATE_FUNC, text, low))
+        if side is not None and has(side, text, low):
             sc += 1.5
-        if P.REGRESSION_OTHER_SENSE.search(text):
+        if has(P.REGRESSION_OTHER_SENSE, text, low):
             sc -= 3
-        if VER_OR_ID.search(text):
+        if has(VER_OR_ID, text, low):
             sc += 0.5
         return sc - 0.75 * depth
-    best = (score(ex.subject, 0) + (1.5 if STATE_STRONG.search(ex.subject) or P.ROBOT_SUBJECT.search(ex.subject)
-                                    else 0.0), None)
+    best = (score(ex.subject, 0, P.fold(ex.subject)) + (1.5 if STATE_STRONG.search(ex.subject) or
+                                                        P.ROBOT_SUBJECT.search(ex.subject) else 0.0), None)
+    mt_low = ex.mt.low
     for u in ex.mt.units[:250]:
         if len(u.text) > (200 if u.structured else 600) or not CLAIM_HINT.search(u.text):
             continue
-        sc = score(u.text, u.depth)
+        sc = score(u.text, u.depth, mt_low[u.cstart:u.cend])  # == fold(u.text): fold keeps lengths
         if sc > best[0]:
             best = (sc, (u.cstart, u.cend))
     if best[1] is None:
