@@ -502,3 +502,129 @@ FAIL_WORDS = word_led(FAIL_WORDS)
 PERF_WORDS = word_led(PERF_WORDS)
 FIX_PATCH_WORDS = word_led(FIX_PATCH_WORDS)
 UNIT_LONG_RE = word_led(UNIT_LONG_RE)
+
+
+def _cap(prefixes):
+    """A prefix set of at most _MAX_SET strings: a match starting with a string also starts with
+    any beginning of it, so long sets are cut to their first 4 characters."""
+    if prefixes is None or len(prefixes) <= _MAX_SET:
+        return prefixes
+    cut = {p[:4] for p in prefixes}
+    return cut if len(cut) <= _MAX_SET else None
+
+
+def _prefixes(items, icase):
+    """A set of non-empty strings one of which every match of the sequence starts with (None
+    when unknown)."""
+    C = _C
+    acc = {""}
+    for op, av in items:
+        if op in (C.AT, C.ASSERT, C.ASSERT_NOT):
+            continue
+        ex, _rq = _node(op, av, icase)
+        if ex is not None:
+            new = {a + b for a in acc for b in ex}
+            if len(new) > _MAX_SET:
+                break
+            acc = new
+            continue
+        sub = None
+        if op is C.SUBPATTERN and not (av[1] | av[2]) & C.SRE_FLAG_IGNORECASE:
+            sub = _prefixes(av[3], icase)
+        elif op is C.ATOMIC_GROUP:
+            sub = _prefixes(av, icase)
+        elif op is C.BRANCH:
+            sub = set()
+            for alt in av[1]:
+                p = _prefixes(alt, icase)
+                if p is None:
+                    sub = None
+                    break
+                sub |= p
+            sub = _cap(sub)
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and av[0] >= 1:
+            sub = _prefixes(av[2], icase)
+        if sub is not None:
+            new = _cap({a + b for a in acc for b in sub})
+            if new is not None:
+                acc = new
+        break
+    if not acc or "" in acc:
+        return None
+    return acc
+
+
+def literal_prefixes(rx: re.Pattern):
+    """(icase, strings): every match of ``rx`` starts with one of ``strings`` (compare with
+    ``fold(text)`` when icase), None when that cannot be shown."""
+    if not isinstance(rx.pattern, str):
+        return None
+    try:
+        parsed = _rp.parse(rx.pattern, rx.flags)
+    except Exception:  # pragma: no cover
+        return None
+    icase = bool(parsed.state.flags & _C.SRE_FLAG_IGNORECASE)
+    p = _prefixes(list(parsed), icase)
+    if p is None:
+        return None
+    # drop strings that extend another one (finding the shorter finds them too)
+    keep = sorted(p, key=len)
+    out: list = []
+    for s in keep:
+        if not any(s.startswith(o) for o in out):
+            out.append(s)
+    return icase, tuple(out)
+
+
+def scan_at(rx: re.Pattern, text: str, low: str, prefixes) -> list:
+    """``list(rx.finditer(text))`` for a pattern whose every (non-empty) match starts with one
+    of ``prefixes`` (``literal_prefixes``): the pattern is only tried where one occurs, in text
+    order, resuming after each match as ``finditer`` does."""
+    icase, strs = prefixes
+    t = low if icase else text
+    starts = set()
+    find = t.find
+    for s in strs:
+        i = find(s)
+        while i >= 0:
+            starts.add(i)
+            i = find(s, i + 1)
+    out = []
+    end = 0
+    match = rx.match
+    for p in sorted(starts):
+        if p < end:
+            continue
+        m = match(text, p)
+        if m is not None:
+            out.append(m)
+            end = m.end()
+    return out
+
+
+_SCAN_PLANS: dict = {}
+
+
+def scan_plan(rx: re.Pattern):
+    """The ``literal_prefixes`` used by ``find_all`` (None: a full scan)."""
+    try:
+        return _SCAN_PLANS[rx]
+    except KeyError:
+        pass
+    pf = literal_prefixes(rx)
+    if pf is not None and (min(len(x) for x in pf[1]) < 2 or len(pf[1]) > 40):
+        pf = None  # single characters (hex digits ...) occur everywhere: the plain scan is faster
+    _SCAN_PLANS[rx] = pf
+    return pf
+
+
+def find_all(rx: re.Pattern, text: str, low: str | None = None) -> list:
+    """``list(rx.finditer(text))`` (``low`` = ``fold(text)`` if known), computed the cheapest
+    known way: at the places where a match can start (``literal_prefixes``), else a full scan
+    unless a string every match contains is missing (``may_match``)."""
+    pf = scan_plan(rx)
+    if pf is not None:
+        if pf[0] and low is None:
+            low = fold(text)
+        return scan_at(rx, text, low, pf)
+    return list(rx.finditer(text)) if may_match(rx, text, low) else []
