@@ -37,10 +37,10 @@ def prefilter(subject: str | None, body: str) -> bool:
         # a patch or pull itself: only a report if it talks about a regression it hit
         return bool(_STRONG.search(subject)) and not re.search(r"\bfix", subject, re.I)
     if _PATCHY.search(subject):
-        return bool(_STRONG.search(subject) or _STRONG.search(head) or P.ROBOT_SUBJECT.search(subject))
+        return bool(_STRONG.search(subject) or P.search(_STRONG, head) or P.ROBOT_SUBJECT.search(subject))
     if P.ROBOT_SUBJECT.search(subject):
         return True
-    return bool(_CUES.search(subject) or _CUES.search(head))
+    return bool(_CUES.search(subject) or P.search(_CUES, head))
 
 
 def get_nlp():

@@ -16,7 +16,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from .patterns import WORD_GUARDS, find_all, fold, may_match, scan_plan, words_of
+from .patterns import WORD_GUARDS, find_all, fold, search, words_of
 
 QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
 FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
@@ -136,10 +136,7 @@ class MailText:
             return self._scans[key]
         except KeyError:
             pass
-        if scan_plan(rx) is not None:  # as cheap to find them all
-            ms = self.finditer(rx)
-            return ms[0] if ms else None
-        m = rx.search(self.clean) if may_match(rx, self.clean, self.low) else None
+        m = search(rx, self.clean, self.low)
         self._scans[key] = m
         return m
 

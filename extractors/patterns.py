@@ -218,6 +218,7 @@ TEST_REPORT_OK = re.compile(
 # the scan when none of them is in the text.  The result of a scan is never changed, only
 # scans that cannot match are left out.
 
+import heapq  # noqa: E402
 import re._constants as _C  # noqa: E402
 import re._parser as _rp  # noqa: E402
 
@@ -628,3 +629,36 @@ def find_all(rx: re.Pattern, text: str, low: str | None = None) -> list:
             low = fold(text)
         return scan_at(rx, text, low, pf)
     return list(rx.finditer(text)) if may_match(rx, text, low) else []
+
+
+def search(rx: re.Pattern, text: str, low: str | None = None):
+    """``rx.search(text)`` computed like ``find_all``: the places where a match can start are
+    tried in text order (the next occurrence of each prefix kept in a heap)."""
+    pf = scan_plan(rx)
+    if pf is None:
+        return rx.search(text) if may_match(rx, text, low) else None
+    icase, strs = pf
+    if icase and low is None:
+        low = fold(text)
+    t = low if icase else text
+    heap = []
+    for s in strs:
+        i = t.find(s)
+        if i >= 0:
+            heap.append((i, s))
+    heapq.heapify(heap)
+    last = -1
+    match = rx.match
+    while heap:
+        i, s = heap[0]
+        if i != last:
+            m = match(text, i)
+            if m is not None:
+                return m
+            last = i
+        j = t.find(s, i + 1)
+        if j >= 0:
+            heapq.heapreplace(heap, (j, s))
+        else:
+            heapq.heappop(heap)
+    return None

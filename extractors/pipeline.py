@@ -340,6 +340,8 @@ _BISECTED_TO = re.compile(r"\bbisect\w*\b[^.\n]{0,40}\b(?:to|down)\b|\bis the fi
 CLAIM_HINT = re.compile(r"regress|bisect|first bad|caused|introduced|slow|drop|decreas|lower|degrad|longer|loss|perf|"
                         r"throughput|latency|%|fail|broke|crash|hang|hung|oops|panic|boot|unable|no longer|stopped|error",
                         re.I)
+_CLAIM_HINT_WORDS = tuple(w.lower() for w in CLAIM_HINT.pattern.split("|"))
+assert all(re.escape(w) == w.replace(" ", "\\ ") and w.isascii() for w in _CLAIM_HINT_WORDS)
 GOOD_NEAR = re.compile(r"\b(?:works?|worked|working|fine|ok(?:ay)?|good|boots?|unaffected|last good|baseline|base|"
                        r"last pass|correct(?:ly)?|normal(?:ly)?|no problems?)\b", re.I)
 BAD_NEAR = re.compile(r"\b(?:regress\w*|broken|breaks?|broke|fail\w*|crash\w*|hangs?|hung|bad|slow\w*|worse|"
@@ -371,9 +373,16 @@ def _claim_sentence(ex: Extractor, kind: str | None) -> tuple[tuple[int, int] | 
                                                         P.ROBOT_SUBJECT.search(ex.subject) else 0.0), None)
     mt_low = ex.mt.low
     for u in ex.mt.units[:250]:
-        if len(u.text) > (200 if u.structured else 600) or not CLAIM_HINT.search(u.text):
+        if len(u.text) > (200 if u.structured else 600):
             continue
-        sc = score(u.text, u.depth, mt_low[u.cstart:u.cend])  # == fold(u.text): fold keeps lengths
+        low = mt_low[u.cstart:u.cend]  # == fold(u.text): fold keeps lengths
+        # CLAIM_HINT.search(u.text): it is a plain list of words, found case-insensitively
+        for w in _CLAIM_HINT_WORDS:
+            if w in low:
+                break
+        else:
+            continue
+        sc = score(u.text, u.depth, low)
         if sc > best[0]:
             best = (sc, (u.cstart, u.cend))
     if best[1] is None:

@@ -15,7 +15,7 @@ from . import patterns as P
 from .claim import Claim, Fact
 from . import numbers as NUM_T
 from .mailtext import MailText
-from .patterns import fold
+from .patterns import fold, may_match
 
 I = re.I
 
@@ -452,15 +452,17 @@ class Extractor:
             after_wo_title = after.replace(title, " ") if title else after
             best = 0.0
             role = None
+            before_low = fold(before)
+            after_low = fold(after_wo_title)
             for rx, w, r in CUL_BEFORE:
-                if rx.search(before):
+                if may_match(rx, before, before_low) and rx.search(before):
                     if w > 0 and w > best:
                         best = w
                     elif w < 0:
                         role = r
                         best = min(best, 0) + w if best <= 0 else best + w
             for rx, w in CUL_AFTER:
-                if rx.search(after_wo_title):
+                if may_match(rx, after_wo_title, after_low) and rx.search(after_wo_title):
                     best = max(best, w)
             unit = self.mt.units[m.unit] if m.unit >= 0 else None
             utext = unit.text if unit else (self.subject if m.in_subject else "")
@@ -961,7 +963,7 @@ class Extractor:
                 self.numbers.append({"label": None, "value": a, "unit": unit, "stdev": None, "n": None})
                 self.numbers.append({"label": None, "value": b, "unit": unit, "stdev": None, "n": None})
                 break
-        runs = NUM_T.runs_stated(clean)
+        runs = NUM_T.runs_stated(clean, self.mt)
         if runs:
             for n in self.numbers:
                 if n.get("n") is None:
