@@ -530,7 +530,7 @@ class Extractor:
         out: list[VersionClaim] = []
         clean = self.clean
         # regzbot range "introduced A..B" (A good, B first bad; either may be a commit id)
-        for m in re.finditer(r"#?regzbot\s+\^?introduced:?\s+(\S+?)\.\.\.?(\S+)", clean, I):
+        for m in self.mt.finditer(_REGZBOT_RANGE):
             d = self.mt.depth_at(m.start())
             out.append(VersionClaim(m.group(1), "good", 1, m.start(1), d, (m.start(1), m.end(2))))
             out.append(VersionClaim(m.group(2).rstrip(".,;"), "bad", 1, m.start(2), d, (m.start(1), m.end(2))))
@@ -542,16 +542,16 @@ class Extractor:
                 continue
             u = self.mt.units[ui]
             used: set[int] = set()
-            is_log = u.structured and re.match(r"\s*(?:\[\s*\d+\.\d+\]|#|git |CPU:|Hardware name)", u.text)
+            is_log = u.structured and _LOG_LINE.match(u.text)
             # ranges
             for a, b in zip(vs, vs[1:]):
                 between = clean[a.cend:b.cstart]
                 pre = clean[max(u.cstart, a.cstart - 30):a.cstart]
-                sep = re.fullmatch(r"\s*(?:\.\.\.?|->|-->|→|=>|to|and|until|till|-)\s*", between)
+                sep = _RANGE_SEP.fullmatch(between)
                 if not sep:
                     continue
-                kw = re.search(r"\b(between|from)\s+(?:the\s+)?(?:kernels?\s+)?$", pre, I)
-                arrow = re.search(r"\.\.|->|→|=>", between)
+                kw = _BETWEEN_FROM.search(pre)
+                arrow = _ARROW.search(between)
                 if not (kw or arrow):
                     continue
                 if kw and kw.group(1).lower() == "between" and "and" not in between:
@@ -559,9 +559,8 @@ class Extractor:
                 if "and" in between and not kw:
                     continue
                 after_txt = clean[b.cend:b.cend + 45]
-                bisect_ctx = re.search(r"\bbisect", u.text, I) and not HYPOTHETICAL.search(u.text)
-                if re.match(r"[^.]{0,20}\b(?:where|when)\b[^.]{0,20}(?:went away|disappear|was fine|worked|ok)",
-                            after_txt, I):
+                bisect_ctx = _BISECT.search(u.text) and not HYPOTHETICAL.search(u.text)
+                if _WENT_AWAY.match(after_txt):
                     out.append(VersionClaim(a.text, "good", 3, a.cstart, a.depth))
                     out.append(VersionClaim(b.text, "good", 3, b.cstart, b.depth))
                 elif HYPOTHETICAL.search(u.text) and not kw:
@@ -581,7 +580,6 @@ class Extractor:
                     continue
                 left = clean[max(u.cstart, v.cstart - 70):v.cstart]
                 right = clean[v.cend:min(u.cend, v.cend + 70)]
-                m = COMPARED.search(clean[max(u.cstart, v.cstart - 40):min(u.cend, v.cend + 60)])
                 role = None
                 weight = 1.0
                 if GOOD_LEFT.search(left):
@@ -599,23 +597,23 @@ class Extractor:
                         has_b, has_g = BAD_CUE.search(u.text), GOOD_CUE.search(u.text)
                         if has_b and not has_g:
                             role, weight = "bad", 0.5
-                if m and role is None:
-                    pass
                 if role:
                     out.append(VersionClaim(v.text, role, 3, v.cstart, v.depth, None, weight))
         # a window: "after <A>, but before <B>" (A last good, B first bad)
-        for m in re.finditer(r"\bafter\s+(?:v(?=\d))?(\S+?),?\s+(?:but\s+|and\s+)?before\s+(?:v(?=\d))?(\S+?)[.,;:)]?(?:\s|$)",
-                             clean, I):
+        for m in self.mt.finditer(_AFTER_BEFORE):
             av, bv = find_versions(m.group(1), allow_weak=True), find_versions(m.group(2), allow_weak=True)
             if av and bv and vcmp(version_key(av[0].text), version_key(bv[0].text)) == -1:
                 d = self.mt.depth_at(m.start())
                 out.append(VersionClaim(av[0].text, "good", 2, m.start(1), d, (m.start(1), m.end(2))))
                 out.append(VersionClaim(bv[0].text, "bad", 2, m.start(2), d, (m.start(1), m.end(2))))
         # commit ids marked "(good)" / "(merge, bad)"
-        for m in re.finditer(r"(?<![\w/])([0-9a-f]{7,40})\s*\((?:[^()\n]{0,20},\s*)?(good|bad)\)", clean):
+        for m in self.mt.finditer(_MARKED_GOOD_BAD):
             out.append(VersionClaim(m.group(1), m.group(2), 2, m.start(1), self.mt.depth_at(m.start())))
         # compared-to forms "on 6.6 compared to 6.5"
+        mt_low = self.mt.low
         for u in self.mt.units:
+            if not may_match(COMPARED, u.text, mt_low[u.cstart:u.cend]):  # the slice is fold(u.text)
+                continue
             for m in COMPARED.finditer(u.text):
                 bv = find_versions(m.group("bad"))
                 gv = find_versions(m.group("good"))
@@ -982,7 +980,12 @@ class Extractor:
         """A regression percentage stated in prose: returns (value, cspan, hedged, in_subject)."""
         for text, subj in ((self.clean, False), (self.subject, True)):
             for r in (_STATED_PCT, _STATED_PCT_OF):
-                m = (r.search(text) if "%" in text else None) if subj else self.mt.search(r)
+                if subj:
+                    m = r.search(text) if "%" in text else None
+                elif r is _STATED_PCT:
+                    m = _search_stated_pct(text, self.mt.low)
+                else:
+                    m = self.mt.search(r)
                 if m:
                     hedge = (m.group("hedge") or "").lower()
                     hedged = hedge in ("more than", "over", "at least", "up to", ">")
@@ -1386,6 +1389,15 @@ def own_text(mt: MailText) -> str:
     return r
 
 
+_REGZBOT_RANGE = re.compile(r"#?regzbot\s+\^?introduced:?\s+(\S+?)\.\.\.?(\S+)", I)
+_LOG_LINE = re.compile(r"\s*(?:\[\s*\d+\.\d+\]|#|git |CPU:|Hardware name)")
+_RANGE_SEP = re.compile(r"\s*(?:\.\.\.?|->|-->|→|=>|to|and|until|till|-)\s*")
+_BETWEEN_FROM = re.compile(r"\b(between|from)\s+(?:the\s+)?(?:kernels?\s+)?$", I)
+_ARROW = re.compile(r"\.\.|->|→|=>")
+_WENT_AWAY = re.compile(r"[^.]{0,20}\b(?:where|when)\b[^.]{0,20}(?:went away|disappear|was fine|worked|ok)", I)
+_AFTER_BEFORE = re.compile(r"\bafter\s+(?:v(?=\d))?(\S+?),?\s+(?:but\s+|and\s+)?before\s+(?:v(?=\d))?(\S+?)"
+                           r"[.,;:)]?(?:\s|$)", I)
+_MARKED_GOOD_BAD = re.compile(r"(?<![\w/])([0-9a-f]{7,40})\s*\((?:[^()\n]{0,20},\s*)?(good|bad)\)")
 _COMMIT_BLOCK = re.compile(r"^commit:\s*\n((?:[ \t]*[0-9a-f]{7,40}\b[^\n]*\n?){2,})", re.M)
 _BLOCK_IDS = re.compile(r"^[ \t]*([0-9a-f]{7,40})\b", re.M)
 _STATED_PCT = re.compile(r"(?P<hedge>more than|over|at least|up to|>|almost|nearly|about|around|roughly|approx\w*|~)?"
@@ -1395,6 +1407,54 @@ _STATED_PCT = re.compile(r"(?P<hedge>more than|over|at least|up to|>|almost|near
 _STATED_PCT_OF = re.compile(r"(?:regression|drop|decrease|degradation|slowdown|loss|reduction)\s+of\s+"
                             r"(?P<hedge>more than|over|at least|up to|about|around|roughly|~)?\s*"
                             r"(?P<num>[-+]?\d+(?:\.\d+)?)\s?%", I)
+_PCT_HEDGES = ("more than", "over", "at least", "up to", ">", "almost", "nearly", "about", "around", "roughly",
+               "approx", "~")
+_NUM_OR_SPACE = re.compile(r"[\s\d.+\-]")
+
+
+def _search_stated_pct(text: str, low: str):
+    """``_STATED_PCT.search(text)`` (``low`` = ``fold(text)``), trying only where a match can start.
+
+    A match holds exactly one "%" and, before it, ``hedge? \\s* number \\s?``.  So for the i-th "%"
+    a match ending there starts after the previous "%", either where a hedge word is written or
+    inside the run of spaces, digits, dots and signs right before the "%".  Those places are
+    tried in text order, "%" by "%", as ``search`` tries every place from the left."""
+    rx = _STATED_PCT
+    q = text.find("%")
+    if q < 0:
+        return None
+    hedges = sorted({i for h in _PCT_HEDGES for i in _all_find(low, h)})
+    hi = 0
+    prev = -1
+    num_or_space = _NUM_OR_SPACE.match
+    while q >= 0:
+        cands = set()
+        while hi < len(hedges) and hedges[hi] < q:
+            if hedges[hi] > prev:
+                cands.add(hedges[hi])
+            hi += 1
+        s0 = q
+        while s0 > prev + 1 and num_or_space(text, s0 - 1):
+            s0 -= 1
+        cands.update(range(s0, q))
+        for p in sorted(cands):
+            m = rx.match(text, p)
+            if m is not None:
+                return m
+        prev = q
+        q = text.find("%", q + 1)
+    return None
+
+
+def _all_find(t: str, s: str) -> list[int]:
+    out = []
+    i = t.find(s)
+    while i >= 0:
+        out.append(i)
+        i = t.find(s, i + 1)
+    return out
+
+
 _TIMES = re.compile(r"(?P<hedge>more than |over |almost |nearly |about |~)?\b(?P<n>twice|two times|2x|three times|"
                     r"3x|\d+(?:\.\d+)? ?times|\d+(?:\.\d+)?x)\s+(?:as\s+)?(?P<w>long|slow(?:er)?|longer)", I)
 
