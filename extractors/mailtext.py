@@ -16,7 +16,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from .patterns import WORD_GUARDS, find_all, fold, search, words_of
+from .patterns import WORD_GUARDS, find_all, fold, search
 
 QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
 FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
@@ -78,14 +78,6 @@ class MailText:
             self._low = fold(self.clean)
         return self._low
 
-    @property
-    def words(self) -> frozenset:
-        """The case-folded words of the clean text (``patterns.words_of``)."""
-        w = self.memo.get("words")
-        if w is None:
-            w = self.memo["words"] = words_of(self.clean)
-        return w
-
     def finditer(self, rx: re.Pattern) -> list:
         """``list(rx.finditer(self.clean))``, computed once (do not modify the list)."""
         try:
@@ -104,10 +96,10 @@ class MailText:
         """``list(rx.finditer(clean))`` for a ``patterns.WORD_GUARDS`` pattern: every match starts
         a word in ``first_words``, so the pattern is only tried where such a word occurs, in text
         order, resuming after each match as ``finditer`` does (these patterns never match empty)."""
-        present = first_words & self.words
+        low, clean = self.low, self.clean
+        present = [w for w in first_words if w in low]  # (not necessarily as words: tried below)
         if not present:
             return []
-        low, clean = self.low, self.clean
         starts = set()
         for w in present:
             i = low.find(w)

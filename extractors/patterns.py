@@ -474,9 +474,8 @@ def word_led(rx: re.Pattern) -> re.Pattern:
     return re.compile(r"\b(?=\w)(?:" + rx.pattern + ")", rx.flags)
 
 
-# Word-list patterns whose every match is, or starts with, a whole word (a maximal run of \w
-# characters: the pattern forbids a word character before and after): a message can only match
-# when one of these words (case-folded) is among its words.
+# Word-list patterns whose every match starts with one of these words (case-folded): they are
+# only tried where one of them is written (MailText._word_scan).
 _WORD_RUN = re.compile(r"\w+")
 
 
@@ -488,12 +487,6 @@ WORD_GUARDS = {
     FS_RE: _first_words(FILESYSTEMS),
     BENCH_RE: _first_words(BENCHMARKS),
 }
-
-
-def words_of(text: str) -> frozenset:
-    """The case-folded words (maximal \\w runs) of ``text``."""
-    ws = set(_WORD_RUN.findall(text))
-    return frozenset(fold("\n".join(ws)).split("\n")) if ws else frozenset()
 
 
 # the cue and word-list patterns, with a \b(?=\w) check in front (same matches, faster scans)

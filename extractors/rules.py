@@ -51,7 +51,7 @@ WRAPPED_SHA = re.compile(r"(?<![\w/.-])([0-9a-f]{1,39})[ \t]*\n[ \t]*([0-9a-f]{1
 def find_commits(text: str, base: int = 0, in_subject: bool = False) -> list[Mention]:
     out: list[Mention] = []
     taken: list[tuple[int, int]] = []
-    for m in P.DESCRIBE.finditer(text):
+    for m in P.find_all(P.DESCRIBE, text):
         out.append(Mention("commit", m.group(2), m.group(2).lower(), base + m.start(2), base + m.end(2),
                            in_subject=in_subject))
         out[-1].describe = m.group(1)  # type: ignore[attr-defined]
@@ -88,7 +88,7 @@ KERNEL_CTX = re.compile(r"\b(?:kernels?|linux|release|version|upgrad\w*|bisect\w
 
 def find_versions(text: str, base: int = 0, in_subject: bool = False, allow_weak: bool = False) -> list[Mention]:
     out: list[Mention] = []
-    for m in P.VERSION.finditer(text):
+    for m in P.find_all(P.VERSION, text):
         v = m.group(0)
         s, e = m.start(), m.end()
         strong = v.startswith("v") or v.startswith("next-") or "-rc" in v or v.count(".") >= 2 or "-git" in v
@@ -110,7 +110,7 @@ def find_versions(text: str, base: int = 0, in_subject: bool = False, allow_weak
         mm = Mention("version", v, v, base + s, base + e, in_subject=in_subject)
         mm.strong = strong or bool(KERNEL_CTX.search(text[max(0, s - 30):e + 30]))  # type: ignore[attr-defined]
         out.append(mm)
-    for m in P.BARE_RC.finditer(text):
+    for m in P.find_all(P.BARE_RC, text):
         mm = Mention("version", m.group(1), m.group(1), base + m.start(1), base + m.end(1), in_subject=in_subject)
         mm.strong = True  # type: ignore[attr-defined]
         out.append(mm)
