@@ -282,12 +282,12 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
             c.culprit_subject = t
     if good is not None:
         c.good = good.text
-        ex.add_fact("good", good.text, _version_span(ex, good, "good"), in_subject=good.pos < 0 and
-                    _version_span(ex, good, "good") is None)
+        gspan = _version_span(ex, good, "good")
+        ex.add_fact("good", good.text, gspan, in_subject=good.pos < 0 and gspan is None)
     if bad is not None:
         c.bad = bad.text
-        ex.add_fact("bad", bad.text, _version_span(ex, bad, "bad"), in_subject=bad.pos < 0 and
-                    _version_span(ex, bad, "bad") is None)
+        bspan = _version_span(ex, bad, "bad")
+        ex.add_fact("bad", bad.text, bspan, in_subject=bad.pos < 0 and bspan is None)
     c.kind = kind if c.is_regression else None
     claim_sent = _claim_sentence(ex, c.kind)
     if c.kind:
@@ -390,20 +390,26 @@ def _claim_sentence(ex: Extractor, kind: str | None) -> tuple[tuple[int, int] | 
     return best[1], False
 
 
+_RANGE_WORDS = re.compile(r"\.\.|->|→|\bbetween\b|\bfrom\b")
+_BISECT_I = re.compile(r"\bbisect", re.I)
+
+
 def _version_span(ex: Extractor, vc, role: str) -> tuple[int, int] | None:
     """Span of the mention of ``vc`` in the sentence that says it is good / bad."""
     default = _span_at(vc.pos, vc.text, ex)
     near = GOOD_NEAR if role == "good" else BAD_NEAR
     best = None
-    for m in re.finditer(r"(?<![\w.])" + re.escape(vc.text) + r"(?![\w])", ex.clean):
+    # the pattern (?<![\w.])<text>(?![\w]) can only match where the text is written
+    rx = re.compile(r"(?<![\w.])" + re.escape(vc.text) + r"(?![\w])")
+    for m in (P.scan_at(rx, ex.clean, ex.clean, (False, (vc.text,))) if vc.text else rx.finditer(ex.clean)):
         u = ex.mt.unit_at(m.start())
         if u is None:
             continue
         ctx = ex.clean[max(u.cstart, m.start() - 80):min(u.cend, m.end() + 80)]
         sc = 2.0 * bool(near.search(ctx))
-        if re.search(r"\.\.|->|→|\bbetween\b|\bfrom\b", ctx):
+        if _RANGE_WORDS.search(ctx):
             sc += 1.0
-        if re.search(r"\bbisect", ctx, re.I):
+        if _BISECT_I.search(ctx):
             sc += 0.5
         if default is not None and default[0] == m.start():
             sc += 0.75

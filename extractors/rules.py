@@ -907,13 +907,13 @@ class Extractor:
                             "bpos": t.span[0], "lkp": is_lkp})
         # (b) header with two labels and a %-diff column
         for u in units:
-            hm = re.match(r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(%[-\w]*|[-\w]*%|%?\s?change|%?diff\w*)\s*$", u.text)
+            hm = _PCT_HEADER.match(u.text)
             if not hm or u.index + 1 >= len(units):
                 continue
-            nxt = [x for x in units[u.index + 1:u.index + 3] if not re.fullmatch(r"[-=\s]+", x.text)]
+            nxt = [x for x in units[u.index + 1:u.index + 3] if not _RULE_LINE.fullmatch(x.text)]
             if not nxt:
                 continue
-            rm = re.match(r"^\s*\S+\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+([-+]?\d+(?:\.\d+)?)%?\s*$", nxt[0].text)
+            rm = _PCT_ROW.match(nxt[0].text)
             if not rm:
                 continue
             ga, ba = hm.group(2), hm.group(3)
@@ -932,7 +932,7 @@ class Extractor:
                     if u.index - back < 0:
                         break
                     row = units[u.index - back]
-                    nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.%])", row.text)
+                    nums = _ROW_NUMS.findall(row.text)
                     if len(nums) == len(roles) and not re.search(r"%", row.text):
                         gi = max((i for i, r in enumerate(roles) if r in ("good", "ok", "pass")), default=None)
                         bi = next((i for i, r in enumerate(roles) if r in ("bad", "fail")), None)
@@ -947,7 +947,7 @@ class Extractor:
                         break
         # (d) "A vs B unit" and (e) "from A to B unit"
         for rx in (P.PAIR_FROM_TO, P.PAIR_VS):
-            for m in rx.finditer(clean):
+            for m in self.mt.finditer(rx):
                 a, b = float(m.group(1)), float(m.group(3))
                 unit = m.group(4) or m.group(2)
                 if not unit:
@@ -1398,6 +1398,10 @@ _WENT_AWAY = re.compile(r"[^.]{0,20}\b(?:where|when)\b[^.]{0,20}(?:went away|dis
 _AFTER_BEFORE = re.compile(r"\bafter\s+(?:v(?=\d))?(\S+?),?\s+(?:but\s+|and\s+)?before\s+(?:v(?=\d))?(\S+?)"
                            r"[.,;:)]?(?:\s|$)", I)
 _MARKED_GOOD_BAD = re.compile(r"(?<![\w/])([0-9a-f]{7,40})\s*\((?:[^()\n]{0,20},\s*)?(good|bad)\)")
+_PCT_HEADER = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(%[-\w]*|[-\w]*%|%?\s?change|%?diff\w*)\s*$")
+_RULE_LINE = re.compile(r"[-=\s]+")
+_PCT_ROW = re.compile(r"^\s*\S+\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+([-+]?\d+(?:\.\d+)?)%?\s*$")
+_ROW_NUMS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.%])")
 _COMMIT_BLOCK = re.compile(r"^commit:\s*\n((?:[ \t]*[0-9a-f]{7,40}\b[^\n]*\n?){2,})", re.M)
 _BLOCK_IDS = re.compile(r"^[ \t]*([0-9a-f]{7,40})\b", re.M)
 _STATED_PCT = re.compile(r"(?P<hedge>more than|over|at least|up to|>|almost|nearly|about|around|roughly|approx\w*|~)?"
