@@ -31,6 +31,7 @@ STRUCT_START = re.compile(
     Cc:|Link:|Closes:|=+\s*$|-{3,}|_{3,}|\*{3,}|\|)""", re.X)
 KEY_VALUE = re.compile(r"^[A-Za-z][\w ()/.#+-]{0,34}?\s?[:=]\s*\S")
 BULLET = re.compile(r"^(?:[-*+•]\s+|\d{1,2}[.)/]\s+|[a-z][.)]\s+|\(\d{1,2}\)\s+)")
+_GAP = re.compile(r"\S\s{2,}\S")
 NUMTOK = re.compile(r"^[([]?[-+~]?\d[\d.,:%x/]*[)\]]?%?$")
 
 
@@ -273,7 +274,7 @@ def is_structured(line: str) -> bool:
             return True
     if KEY_VALUE.match(s) and len(s) < 160 and not s.endswith((".", ",")):
         return True
-    if "  " in s.strip() and len(re.findall(r"\S\s{2,}\S", s)) >= 2:
+    if "  " in s.strip() and len(_GAP.findall(s)) >= 2:
         return True
     if s.endswith((";", "{", "}")) or s.startswith(("}", "#include", "#define", "static ", "struct ")):
         return True

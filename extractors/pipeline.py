@@ -33,7 +33,6 @@ from .mailtext import MailText
 from .rules import Extractor, clean_commits, clean_versions, find_commits, find_versions, sigmoid
 from .subsystems import canonical, subsystem_for
 
-WS = re.compile(r"\S+|\s+")
 WORD_SPACE = re.compile(r"(\S+)( ?)|(\s+)")
 
 if not Doc.has_extension("mail"):
