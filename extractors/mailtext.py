@@ -31,6 +31,7 @@ STRUCT_START = re.compile(
     Cc:|Link:|Closes:|=+\s*$|-{3,}|_{3,}|\*{3,}|\|)""", re.X)
 KEY_VALUE = re.compile(r"^[A-Za-z][\w ()/.#+-]{0,34}?\s?[:=]\s*\S")
 BULLET = re.compile(r"^(?:[-*+•]\s+|\d{1,2}[.)/]\s+|[a-z][.)]\s+|\(\d{1,2}\)\s+)")
+_DIGIT = re.compile(r"\d")
 _GAP = re.compile(r"\S\s{2,}\S")
 NUMTOK = re.compile(r"^[([]?[-+~]?\d[\d.,:%x/]*[)\]]?%?$")
 
@@ -145,11 +146,11 @@ class MailText:
             lstart = pos
             pos += len(raw)
             if sig_cut:
-                continue
-            m = QUOTE_PREFIX.match(line)
+                break  # nothing after the signature is kept
+            m = QUOTE_PREFIX.match(line) if ">" in line else None
             depth, off = (m.group(1).count(">"), m.end()) if m else (0, 0)
             content = line[off:]
-            if depth == 0 and SIG_LINE.match(content):
+            if depth == 0 and content.startswith("--") and SIG_LINE.match(content):
                 sig_cut = True  # signature / list footer of the author's own text
                 continue
             pieces = [(depth, off, content)]
@@ -266,7 +267,7 @@ def is_structured(line: str) -> bool:
     if line[:1] in (" ", "\t") and len(line) - len(line.lstrip()) >= 4 and not s[:1].isalpha():
         return True
     toks = s.split()
-    if len(toks) >= 2:
+    if len(toks) >= 2 and _DIGIT.search(s):  # (a number token holds a digit)
         nums = sum(1 for t in toks if NUMTOK.match(t))
         if nums >= 2 and nums * 2 >= len(toks):
             return True
