@@ -429,12 +429,16 @@ def _span_at(pos: int, text: str, ex: Extractor):
     return (i, i + len(text))
 
 
+_THIS_PATCH = re.compile(r"\b(?:caused by|introduced by|bisected to|first bad commit is)\s+(?:this|the following|"
+                         r"below|the below)\s+(?:patch|commit)\s*:?\s*$", re.I)
+
+
 def _anonymous_block_title(ex: Extractor) -> str | None:
     """Title of an Author:/Date: block announced by "caused by this patch:"."""
     from .rules import block_title_after
+    mt_low = ex.mt.low
     for u in ex.mt.units:
-        if re.search(r"\b(?:caused by|introduced by|bisected to|first bad commit is)\s+(?:this|the following|"
-                     r"below|the below)\s+(?:patch|commit)\s*:?\s*$", u.text, re.I):
+        if P.may_match(_THIS_PATCH, u.text, mt_low[u.cstart:u.cend]) and _THIS_PATCH.search(u.text):
             t = block_title_after(ex.clean, u.cend)
             if t:
                 return t

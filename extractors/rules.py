@@ -22,6 +22,23 @@ I = re.I
 # ------------------------------------------------------------------------------ entities
 
 
+_ANY_DIGIT = re.compile(r"\d")
+_ANY_AF = re.compile(r"[a-f]")
+_NUM_TOKEN = re.compile(r"^[-+]?\d[\d.,%]*$")
+_VKEY_NUMS = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_VKEY_RC = re.compile(r"-rc(\d+)")
+_TITLE_STOP = re.compile(r"(?i)^(?:which|the|and|see|aka|upstream|i\.e|e\.g|HEAD|commit|from|in|on|for)\b")
+_HEX_ONLY = re.compile(r"[0-9a-f]{7,40}")
+_T_PAREN_QUOTED = re.compile(r"\s*\(\s*[\"“](.+?)[\"”]\s*\)", re.S)
+_T_QUOTED = re.compile(r"\s*[\"“](.+?)[\"”]", re.S)
+_T_PAREN = re.compile(r"\s*\(((?:[^()]|\([^()]*\))+)\)", re.S)
+_T_SAME_LINE = re.compile(r"\]?[ \t]+([^\n]+)((?:\n[a-z][^\n:#$]{0,80}(?=\n\n|\n?$))?)")
+_T_BLOCK = re.compile(r"[^\n]*\n(?:[#\s]*(?:Merge|Author|AuthorDate|Commit|CommitDate|Date):[^\n]*\n){1,5}[#\s]*\n?[#\s]*"
+                      r"([^\n]+(?:\n[ \t#]*[a-z][^\n]{0,60}(?=\n[ \t#]*\n))?)")
+_REVERT = re.compile(r"\brevert", I)
+_REVERT_W = re.compile(r"\brevert\w*", I)
+
+
 @dataclass
 class Mention:
     kind: str          # commit | version
@@ -59,7 +76,7 @@ def find_commits(text: str, base: int = 0, in_subject: bool = False) -> list[Men
     for m in WRAPPED_SHA.finditer(text):
         # a full 40-char id cut in two by hard wrapping ("633\n260fa...")
         h = m.group(1) + m.group(2)
-        if len(h) != 40 or not (re.search(r"\d", h) and re.search(r"[a-f]", h)):
+        if len(h) != 40 or not (_ANY_DIGIT.search(h) and _ANY_AF.search(h)):
             continue
         if any(a <= m.start(1) < b for a, b in taken):
             continue
@@ -69,12 +86,12 @@ def find_commits(text: str, base: int = 0, in_subject: bool = False) -> list[Men
         h = m.group(1)
         if any(a <= m.start(1) < b for a, b in taken):
             continue
-        if not (re.search(r"\d", h) and re.search(r"[a-f]", h)):
+        if not (_ANY_DIGIT.search(h) and _ANY_AF.search(h)):
             continue
         out.append(Mention("commit", h, h.lower(), base + m.start(1), base + m.end(1), in_subject=in_subject))
     for m in P.HEX_UNDERSCORE.finditer(text):
         h = m.group(1)
-        if re.search(r"\d", h) and re.search(r"[a-f]", h):
+        if _ANY_DIGIT.search(h) and _ANY_AF.search(h):
             out.append(Mention("commit", h, h.lower(), base + m.start(1), base + m.end(1), in_subject=in_subject))
     return out
 
@@ -104,7 +121,7 @@ def find_versions(text: str, base: int = 0, in_subject: bool = False, allow_weak
         line = text[line_start:line_end if line_end >= 0 else len(text)]
         toks = line.split()
         if len(toks) >= 4 and not text[line_start:s].strip() == "":
-            nums = sum(1 for t in toks if re.match(r"^[-+]?\d[\d.,%]*$", t))
+            nums = sum(1 for t in toks if _NUM_TOKEN.match(t))
             if nums * 2 > len(toks) and not strong:
                 continue
         mm = Mention("version", v, v, base + s, base + e, in_subject=in_subject)
@@ -139,8 +156,8 @@ def version_key(v: str, base: tuple | None = None):
     s = v.lower().lstrip("v")
     if s.startswith("next-"):
         return ("next", (int(s[5:]),), 0, 0)
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?", s)
-    rc = re.search(r"-rc(\d+)", s)
+    m = _VKEY_NUMS.match(s)
+    rc = _VKEY_RC.search(s)
     rcn = int(rc.group(1)) if rc else 999
     git = 1 if ("-git" in s or s.endswith("+") or "-next" in s) else 0
     if m:
@@ -167,9 +184,9 @@ def _clean_title(t: str) -> str | None:
     t = t.lstrip("# ").strip()
     if not t or len(t) < 8 or len(t) > 160:
         return None
-    if re.match(r"(?i)^(?:which|the|and|see|aka|upstream|i\.e|e\.g|HEAD|commit|from|in|on|for)\b", t):
+    if _TITLE_STOP.match(t):
         return None
-    if re.fullmatch(r"[0-9a-f]{7,40}", t):
+    if _HEX_ONLY.fullmatch(t):
         return None
     return t
 
@@ -177,21 +194,20 @@ def _clean_title(t: str) -> str | None:
 def title_after(clean: str, pos: int) -> str | None:
     """Commit title written right after a commit id ending at clean offset ``pos``."""
     tail = clean[pos:pos + 400]
-    m = re.match(r"\s*\(\s*[\"“](.+?)[\"”]\s*\)", tail, re.S)
+    m = _T_PAREN_QUOTED.match(tail)
     if m:
         return _clean_title(m.group(1))
-    m = re.match(r"\s*[\"“](.+?)[\"”]", tail, re.S)
+    m = _T_QUOTED.match(tail)
     if m:
         return _clean_title(m.group(1))
-    m = re.match(r"\s*\(((?:[^()]|\([^()]*\))+)\)", tail, re.S)
+    m = _T_PAREN.match(tail)
     if m and TITLE_PREFIXED.match(" ".join(m.group(1).split())):
         return _clean_title(m.group(1))
-    m = re.match(r"\]?[ \t]+([^\n]+)((?:\n[a-z][^\n:#$]{0,80}(?=\n\n|\n?$))?)", tail)
+    m = _T_SAME_LINE.match(tail)
     if m and TITLE_PREFIXED.match(m.group(1).strip()):
         return _clean_title(m.group(1) + (" " + m.group(2).strip() if m.group(2) else ""))
     # commit block: "commit <id>\nAuthor: ..\nDate: ..\n\n    title"
-    m = re.match(r"[^\n]*\n(?:[#\s]*(?:Merge|Author|AuthorDate|Commit|CommitDate|Date):[^\n]*\n){1,5}[#\s]*\n?[#\s]*"
-                 r"([^\n]+(?:\n[ \t#]*[a-z][^\n]{0,60}(?=\n[ \t#]*\n))?)", tail)
+    m = _T_BLOCK.match(tail)
     if m:
         return _clean_title(m.group(1))
     return None
@@ -466,8 +482,8 @@ class Extractor:
                     best = max(best, w)
             unit = self.mt.units[m.unit] if m.unit >= 0 else None
             utext = unit.text if unit else (self.subject if m.in_subject else "")
-            if re.search(r"\brevert", before + after_wo_title, I):
-                rv = re.search(r"\brevert\w*", before + " " + after_wo_title, I)
+            if _REVERT.search(before + after_wo_title):
+                rv = _REVERT_W.search(before + " " + after_wo_title)
                 tail = (before + " " + after_wo_title)[rv.end():] if rv else ""
                 if FIX_AFTER.search(tail):
                     best = max(best, 3) if best >= 0 else best + 3
