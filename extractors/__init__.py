@@ -44,10 +44,10 @@ def prefilter(subject: str | None, body: str) -> bool:
         return bool(_STRONG.search(subject)) and not re.search(r"\bfix", subject, re.I)
     if _PATCHY.search(subject):
         # a reply in a patch or pull thread: a report if it talks like one
-        return bool(_STRONG.search(subject) or _CUES.search(head) or P.ROBOT_SUBJECT.search(subject))
+        return bool(_STRONG.search(subject) or P.search(_CUES, head) or P.ROBOT_SUBJECT.search(subject))
     if P.ROBOT_SUBJECT.search(subject):
         return True
-    return bool(_CUES.search(subject) or _CUES.search(head) or _WEAK_CUES.search(subject)
+    return bool(_CUES.search(subject) or P.search(_CUES, head) or _WEAK_CUES.search(subject)
                 or _WEAK_CUES.search(head))
 
 

@@ -16,6 +16,8 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from .patterns import WORD_GUARDS, find_all, fold, search
+
 QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
 FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
 SIG_LINE = re.compile(r"^--\s?$")
@@ -29,6 +31,8 @@ STRUCT_START = re.compile(
     Cc:|Link:|Closes:|=+\s*$|-{3,}|_{3,}|\*{3,}|\|)""", re.X)
 KEY_VALUE = re.compile(r"^[A-Za-z][\w ()/.#+-]{0,34}?\s?[:=]\s*\S")
 BULLET = re.compile(r"^(?:[-*+•]\s+|\d{1,2}[.)/]\s+|[a-z][.)]\s+|\(\d{1,2}\)\s+)")
+_DIGIT = re.compile(r"\d")
+_GAP = re.compile(r"\S\s{2,}\S")
 NUMTOK = re.compile(r"^[([]?[-+~]?\d[\d.,:%x/]*[)\]]?%?$")
 
 
@@ -64,6 +68,71 @@ class MailText:
         self.units: list[Unit] = []
         self._build_units()
         self._ustarts = [u.cstart for u in self.units]
+        self._low: str | None = None
+        self._scans: dict = {}
+        self.memo: dict = {}  # per-message results shared by the pipeline stages
+
+    # -- scans of the clean text (each pattern runs at most once per message) ----------------
+    @property
+    def low(self) -> str:
+        """``patterns.fold`` of the clean text (for the substring guards)."""
+        if self._low is None:
+            self._low = fold(self.clean)
+        return self._low
+
+    def finditer(self, rx: re.Pattern) -> list:
+        """``list(rx.finditer(self.clean))``, computed once (do not modify the list)."""
+        try:
+            return self._scans[rx]
+        except KeyError:
+            pass
+        wg = WORD_GUARDS.get(rx)
+        if wg is not None:
+            out = self._word_scan(rx, wg)
+        else:
+            out = find_all(rx, self.clean, self.low)
+        self._scans[rx] = out
+        return out
+
+    def _word_scan(self, rx: re.Pattern, first_words: frozenset) -> list:
+        """``list(rx.finditer(clean))`` for a ``patterns.WORD_GUARDS`` pattern: every match starts
+        a word in ``first_words``, so the pattern is only tried where such a word occurs, in text
+        order, resuming after each match as ``finditer`` does (these patterns never match empty)."""
+        low, clean = self.low, self.clean
+        present = [w for w in first_words if w in low]  # (not necessarily as words: tried below)
+        if not present:
+            return []
+        starts = set()
+        for w in present:
+            i = low.find(w)
+            while i >= 0:
+                starts.add(i)
+                i = low.find(w, i + 1)
+        out = []
+        end = 0
+        match = rx.match
+        for p in sorted(starts):
+            if p < end:
+                continue
+            m = match(clean, p)
+            if m is not None:
+                out.append(m)
+                end = m.end()
+        return out
+
+    def search(self, rx: re.Pattern):
+        """``rx.search(self.clean)`` (the first match of ``finditer``)."""
+        ms = self._scans.get(rx)
+        if ms is not None:
+            return ms[0] if ms else None
+        key = (rx, "search")
+        try:
+            return self._scans[key]
+        except KeyError:
+            pass
+        m = search(rx, self.clean, self.low)
+        self._scans[key] = m
+        return m
 
     # -- segments ------------------------------------------------------------------------
     def _build_segments(self) -> None:
@@ -77,11 +146,11 @@ class MailText:
             lstart = pos
             pos += len(raw)
             if sig_cut:
-                continue
-            m = QUOTE_PREFIX.match(line)
+                break  # nothing after the signature is kept
+            m = QUOTE_PREFIX.match(line) if ">" in line else None
             depth, off = (m.group(1).count(">"), m.end()) if m else (0, 0)
             content = line[off:]
-            if depth == 0 and SIG_LINE.match(content):
+            if depth == 0 and content.startswith("--") and SIG_LINE.match(content):
                 sig_cut = True  # signature / list footer of the author's own text
                 continue
             pieces = [(depth, off, content)]
@@ -198,7 +267,7 @@ def is_structured(line: str) -> bool:
     if line[:1] in (" ", "\t") and len(line) - len(line.lstrip()) >= 4 and not s[:1].isalpha():
         return True
     toks = s.split()
-    if len(toks) >= 2:
+    if len(toks) >= 2 and _DIGIT.search(s):  # (a number token holds a digit)
         nums = sum(1 for t in toks if NUMTOK.match(t))
         if nums >= 2 and nums * 2 >= len(toks):
             return True
@@ -206,7 +275,7 @@ def is_structured(line: str) -> bool:
             return True
     if KEY_VALUE.match(s) and len(s) < 160 and not s.endswith((".", ",")):
         return True
-    if "  " in s.strip() and len(re.findall(r"\S\s{2,}\S", s)) >= 2:
+    if "  " in s.strip() and len(_GAP.findall(s)) >= 2:
         return True
     if s.endswith((";", "{", "}")) or s.startswith(("}", "#include", "#define", "static ", "struct ")):
         return True

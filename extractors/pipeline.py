@@ -30,10 +30,10 @@ from . import learned
 from . import patterns as P
 from .claim import Claim, MentionedCommit
 from .mailtext import MailText
-from .rules import Extractor, find_commits, find_versions, sigmoid
+from .rules import Extractor, clean_commits, clean_versions, find_commits, find_versions, sigmoid
 from .subsystems import canonical, subsystem_for
 
-WS = re.compile(r"\S+|\s+")
+WORD_SPACE = re.compile(r"(\S+)( ?)|(\s+)")
 
 if not Doc.has_extension("mail"):
     Doc.set_extension("mail", default=None)
@@ -41,6 +41,8 @@ if not Doc.has_extension("mail"):
     Doc.set_extension("claim", default=None)
 if not Doc.has_extension("rules"):
     Doc.set_extension("rules", default=None)
+if not Doc.has_extension("mail_text"):
+    Doc.set_extension("mail_text", default=None)
 
 
 def _depth_of_token(tok: Token) -> int:
@@ -66,21 +68,12 @@ class MailTokenizer:
         self.vocab = vocab
 
     def __call__(self, text: str) -> Doc:
-        words: list[str] = []
-        spaces: list[bool] = []
-        for m in WS.finditer(text):
-            tok = m.group()
-            if tok[0].isspace():
-                if words and not spaces[-1] and tok.startswith(" "):
-                    spaces[-1] = True
-                    tok = tok[1:]
-                if tok:
-                    words.append(tok)
-                    spaces.append(False)
-            else:
-                words.append(tok)
-                spaces.append(False)
-        return Doc(self.vocab, words=words, spaces=spaces)
+        # a word takes one following " " as its trailing space; the rest of a whitespace run
+        # (or all of it, at the start of the text or when it does not begin with " ") is a token
+        parts = WORD_SPACE.findall(text)
+        doc = Doc(self.vocab, words=[w or ws for w, _sp, ws in parts], spaces=[bool(sp) for _w, sp, ws in parts])
+        doc._.mail_text = text  # == doc.text, without joining the tokens again
+        return doc
 
     # spaCy serialisation hooks (nothing to store)
     def to_bytes(self, **kw):
@@ -116,7 +109,8 @@ def _body_depth_index(mt: MailText):
 
 @Language.component("regtriage_mail_segmenter")
 def mail_segmenter(doc: Doc) -> Doc:
-    mt = MailText(doc.text)
+    text = doc._.mail_text
+    mt = MailText(doc.text if text is None else text)
     mt.depth_of_body = _body_depth_index(mt)  # type: ignore[attr-defined]
     doc._.mail = mt
     starts = {mt.to_body(u.cstart) for u in mt.units}
@@ -131,6 +125,7 @@ def mail_segmenter(doc: Doc) -> Doc:
     return doc
 
 
+_RANGE_SEP = re.compile(r"\s*(?:\.\.\.?|->|-->|→|=>)\s*")
 ENTITY_LABELS = ("COMMIT", "VERSION", "RANGE", "CONFIG", "PERCENT", "CPU", "MEMORY", "ARCH", "FS", "BENCH")
 
 
@@ -139,34 +134,35 @@ def kernel_entities(doc: Doc) -> Doc:
     mt: MailText = doc._.mail
     clean = mt.clean
     found: list[tuple[int, int, str]] = []
-    for m in find_commits(clean):
+    for m in clean_commits(mt):
         found.append((m.cstart, m.cend, "COMMIT"))
-    vs = find_versions(clean)
+    vs = clean_versions(mt)
     for m in vs:
         found.append((m.cstart, m.cend, "VERSION"))
     for a, b in zip(vs, vs[1:]):
-        if re.fullmatch(r"\s*(?:\.\.\.?|->|-->|→|=>)\s*", clean[a.cend:b.cstart]):
+        if _RANGE_SEP.fullmatch(clean, a.cend, b.cstart):
             found.append((a.cstart, b.cend, "RANGE"))
-    for m in P.CONFIG_OPT.finditer(clean):
+    for m in mt.finditer(P.CONFIG_OPT):
         found.append((m.start(), m.end(), "CONFIG"))
-    for m in P.PERCENT.finditer(clean):
+    for m in mt.finditer(P.PERCENT):
         found.append((m.start(), m.end(), "PERCENT"))
     for rx in P.CPU_PATTERNS[:7]:
-        for m in rx.finditer(clean):
+        for m in mt.finditer(rx):
             found.append((m.start(1), m.end(1), "CPU"))
     for rx in P.MEMORY_PATTERNS:
-        for m in rx.finditer(clean):
+        for m in mt.finditer(rx):
             found.append((m.start(1), m.end(1), "MEMORY"))
     for rx, _name in P.ARCH_WORDS:
-        for m in rx.finditer(clean):
+        for m in mt.finditer(rx):
             found.append((m.start(), m.end(), "ARCH"))
-    for m in P.FS_RE.finditer(clean):
+    for m in mt.finditer(P.FS_RE):
         found.append((m.start(), m.end(), "FS"))
-    for m in P.BENCH_RE.finditer(clean):
+    for m in mt.finditer(P.BENCH_RE):
         found.append((m.start(), m.end(), "BENCH"))
     spans = []
+    to_body = mt.to_body
     for cs, ce, label in found:
-        bs, be = mt.to_body(cs), mt.to_body(max(cs, ce - 1)) + 1
+        bs, be = to_body(cs), to_body(max(cs, ce - 1)) + 1
         sp = doc.char_span(bs, be, label=label, alignment_mode="expand")
         if sp is not None:
             spans.append(sp)
@@ -285,12 +281,12 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
             c.culprit_subject = t
     if good is not None:
         c.good = good.text
-        ex.add_fact("good", good.text, _version_span(ex, good, "good"), in_subject=good.pos < 0 and
-                    _version_span(ex, good, "good") is None)
+        gspan = _version_span(ex, good, "good")
+        ex.add_fact("good", good.text, gspan, in_subject=good.pos < 0 and gspan is None)
     if bad is not None:
         c.bad = bad.text
-        ex.add_fact("bad", bad.text, _version_span(ex, bad, "bad"), in_subject=bad.pos < 0 and
-                    _version_span(ex, bad, "bad") is None)
+        bspan = _version_span(ex, bad, "bad")
+        ex.add_fact("bad", bad.text, bspan, in_subject=bad.pos < 0 and bspan is None)
     c.kind = kind if c.is_regression else None
     claim_sent = _claim_sentence(ex, c.kind)
     if c.kind:
@@ -339,9 +335,12 @@ STATE_PERF = re.compile(r"\b(?:slow(?:er|down|s)?|drop(?:s|ped)?|decrease[sd]?|l
 STATE_FUNC = re.compile(r"\b(?:fail\w*|broken|breaks?|broke|crash\w*|hang\w*|hung|oops|panic|(?:does|did)n'?t boot|"
                         r"not boot|unable to|no longer|stopped working|error)\b", re.I)
 VER_OR_ID = re.compile(r"(?<![\w.])v?[2-9]\.\d|\b[0-9a-f]{7,40}\b|\bnext-\d{8}")
+_BISECTED_TO = re.compile(r"\bbisect\w*\b[^.\n]{0,40}\b(?:to|down)\b|\bis the first bad\b", re.I)
 CLAIM_HINT = re.compile(r"regress|bisect|first bad|caused|introduced|slow|drop|decreas|lower|degrad|longer|loss|perf|"
                         r"throughput|latency|%|fail|broke|crash|hang|hung|oops|panic|boot|unable|no longer|stopped|error",
                         re.I)
+_CLAIM_HINT_WORDS = tuple(w.lower() for w in CLAIM_HINT.pattern.split("|"))
+assert all(re.escape(w) == w.replace(" ", "\\ ") and w.isascii() for w in _CLAIM_HINT_WORDS)
 GOOD_NEAR = re.compile(r"\b(?:works?|worked|working|fine|ok(?:ay)?|good|boots?|unaffected|last good|baseline|base|"
                        r"last pass|correct(?:ly)?|normal(?:ly)?|no problems?)\b", re.I)
 BAD_NEAR = re.compile(r"\b(?:regress\w*|broken|breaks?|broke|fail\w*|crash\w*|hangs?|hung|bad|slow\w*|worse|"
@@ -352,24 +351,37 @@ def _claim_sentence(ex: Extractor, kind: str | None) -> tuple[tuple[int, int] | 
     """The sentence (or the subject line) that best states the regression: (clean span, in_subject)."""
     side = STATE_PERF if kind == "performance" else STATE_FUNC if kind == "functional" else None
 
-    def score(text: str, depth: int) -> float:
-        sc = 3.0 * bool(STATE_STRONG.search(text))
-        if re.search(r"\bbisect\w*\b[^.\n]{0,40}\b(?:to|down)\b|\bis the first bad\b", text, re.I):
+    may = P.may_match
+
+    def has(rx: re.Pattern, text: str, low: str) -> bool:
+        return may(rx, text, low) and rx.search(text) is not None
+
+    def score(text: str, depth: int, low: str) -> float:
+        sc = 3.0 * has(STATE_STRONG, text, low)
+        if has(_BISECTED_TO, text, low):
             sc += 2.0
-        sc += 1.0 * bool(STATE_PERF.search(text) or STATE_FUNC.search(text))
-        if side is not None and side.search(text):
+        sc += 1.0 * bool(has(STATE_PERF, text, low) or has(STATE_FUNC, text, low))
+        if side is not None and has(side, text, low):
             sc += 1.5
-        if P.REGRESSION_OTHER_SENSE.search(text):
+        if has(P.REGRESSION_OTHER_SENSE, text, low):
             sc -= 3
-        if VER_OR_ID.search(text):
+        if has(VER_OR_ID, text, low):
             sc += 0.5
         return sc - 0.75 * depth
-    best = (score(ex.subject, 0) + (1.5 if STATE_STRONG.search(ex.subject) or P.ROBOT_SUBJECT.search(ex.subject)
-                                    else 0.0), None)
+    best = (score(ex.subject, 0, P.fold(ex.subject)) + (1.5 if STATE_STRONG.search(ex.subject) or
+                                                        P.ROBOT_SUBJECT.search(ex.subject) else 0.0), None)
+    mt_low = ex.mt.low
     for u in ex.mt.units[:250]:
-        if len(u.text) > (200 if u.structured else 600) or not CLAIM_HINT.search(u.text):
+        if len(u.text) > (200 if u.structured else 600):
             continue
-        sc = score(u.text, u.depth)
+        low = mt_low[u.cstart:u.cend]  # == fold(u.text): fold keeps lengths
+        # CLAIM_HINT.search(u.text): it is a plain list of words, found case-insensitively
+        for w in _CLAIM_HINT_WORDS:
+            if w in low:
+                break
+        else:
+            continue
+        sc = score(u.text, u.depth, low)
         if sc > best[0]:
             best = (sc, (u.cstart, u.cend))
     if best[1] is None:
@@ -377,20 +389,26 @@ def _claim_sentence(ex: Extractor, kind: str | None) -> tuple[tuple[int, int] | 
     return best[1], False
 
 
+_RANGE_WORDS = re.compile(r"\.\.|->|→|\bbetween\b|\bfrom\b")
+_BISECT_I = re.compile(r"\bbisect", re.I)
+
+
 def _version_span(ex: Extractor, vc, role: str) -> tuple[int, int] | None:
     """Span of the mention of ``vc`` in the sentence that says it is good / bad."""
     default = _span_at(vc.pos, vc.text, ex)
     near = GOOD_NEAR if role == "good" else BAD_NEAR
     best = None
-    for m in re.finditer(r"(?<![\w.])" + re.escape(vc.text) + r"(?![\w])", ex.clean):
+    # the pattern (?<![\w.])<text>(?![\w]) can only match where the text is written
+    rx = re.compile(r"(?<![\w.])" + re.escape(vc.text) + r"(?![\w])")
+    for m in (P.scan_at(rx, ex.clean, ex.clean, (False, (vc.text,))) if vc.text else rx.finditer(ex.clean)):
         u = ex.mt.unit_at(m.start())
         if u is None:
             continue
         ctx = ex.clean[max(u.cstart, m.start() - 80):min(u.cend, m.end() + 80)]
         sc = 2.0 * bool(near.search(ctx))
-        if re.search(r"\.\.|->|→|\bbetween\b|\bfrom\b", ctx):
+        if _RANGE_WORDS.search(ctx):
             sc += 1.0
-        if re.search(r"\bbisect", ctx, re.I):
+        if _BISECT_I.search(ctx):
             sc += 0.5
         if default is not None and default[0] == m.start():
             sc += 0.75
@@ -411,12 +429,16 @@ def _span_at(pos: int, text: str, ex: Extractor):
     return (i, i + len(text))
 
 
+_THIS_PATCH = re.compile(r"\b(?:caused by|introduced by|bisected to|first bad commit is)\s+(?:this|the following|"
+                         r"below|the below)\s+(?:patch|commit)\s*:?\s*$", re.I)
+
+
 def _anonymous_block_title(ex: Extractor) -> str | None:
     """Title of an Author:/Date: block announced by "caused by this patch:"."""
     from .rules import block_title_after
+    mt_low = ex.mt.low
     for u in ex.mt.units:
-        if re.search(r"\b(?:caused by|introduced by|bisected to|first bad commit is)\s+(?:this|the following|"
-                     r"below|the below)\s+(?:patch|commit)\s*:?\s*$", u.text, re.I):
+        if P.may_match(_THIS_PATCH, u.text, mt_low[u.cstart:u.cend]) and _THIS_PATCH.search(u.text):
             t = block_title_after(ex.clean, u.cend)
             if t:
                 return t
@@ -506,3 +528,9 @@ def run(subject: str | None, body: str, learned_stage: bool = True) -> Doc:
             break
         doc = proc(doc)
     return doc
+
+
+# cue patterns with a \b(?=\w) check in front (patterns.word_led: same matches, faster scans)
+STATE_FUNC = P.word_led(STATE_FUNC)
+GOOD_NEAR = P.word_led(GOOD_NEAR)
+BAD_NEAR = P.word_led(BAD_NEAR)

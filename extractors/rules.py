@@ -15,10 +15,28 @@ from . import patterns as P
 from .claim import Claim, Fact
 from . import numbers as NUM_T
 from .mailtext import MailText
+from .patterns import fold, may_match
 
 I = re.I
 
 # ------------------------------------------------------------------------------ entities
+
+
+_ANY_DIGIT = re.compile(r"\d")
+_ANY_AF = re.compile(r"[a-f]")
+_NUM_TOKEN = re.compile(r"^[-+]?\d[\d.,%]*$")
+_VKEY_NUMS = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_VKEY_RC = re.compile(r"-rc(\d+)")
+_TITLE_STOP = re.compile(r"(?i)^(?:which|the|and|see|aka|upstream|i\.e|e\.g|HEAD|commit|from|in|on|for)\b")
+_HEX_ONLY = re.compile(r"[0-9a-f]{7,40}")
+_T_PAREN_QUOTED = re.compile(r"\s*\(\s*[\"“](.+?)[\"”]\s*\)", re.S)
+_T_QUOTED = re.compile(r"\s*[\"“](.+?)[\"”]", re.S)
+_T_PAREN = re.compile(r"\s*\(((?:[^()]|\([^()]*\))+)\)", re.S)
+_T_SAME_LINE = re.compile(r"\]?[ \t]+([^\n]+)((?:\n[a-z][^\n:#$]{0,80}(?=\n\n|\n?$))?)")
+_T_BLOCK = re.compile(r"[^\n]*\n(?:[#\s]*(?:Merge|Author|AuthorDate|Commit|CommitDate|Date):[^\n]*\n){1,5}[#\s]*\n?[#\s]*"
+                      r"([^\n]+(?:\n[ \t#]*[a-z][^\n]{0,60}(?=\n[ \t#]*\n))?)")
+_REVERT = re.compile(r"\brevert", I)
+_REVERT_W = re.compile(r"\brevert\w*", I)
 
 
 @dataclass
@@ -51,7 +69,7 @@ WRAPPED_SHA = re.compile(r"(?<![\w/.-])([0-9a-f]{1,39})[ \t]*\n[ \t]*([0-9a-f]{1
 def find_commits(text: str, base: int = 0, in_subject: bool = False) -> list[Mention]:
     out: list[Mention] = []
     taken: list[tuple[int, int]] = []
-    for m in P.DESCRIBE.finditer(text):
+    for m in P.find_all(P.DESCRIBE, text):
         out.append(Mention("commit", m.group(2), m.group(2).lower(), base + m.start(2), base + m.end(2),
                            in_subject=in_subject))
         out[-1].describe = m.group(1)  # type: ignore[attr-defined]
@@ -59,7 +77,7 @@ def find_commits(text: str, base: int = 0, in_subject: bool = False) -> list[Men
     for m in WRAPPED_SHA.finditer(text):
         # a full 40-char id cut in two by hard wrapping ("633\n260fa...")
         h = m.group(1) + m.group(2)
-        if len(h) != 40 or not (re.search(r"\d", h) and re.search(r"[a-f]", h)):
+        if len(h) != 40 or not (_ANY_DIGIT.search(h) and _ANY_AF.search(h)):
             continue
         if any(a <= m.start(1) < b for a, b in taken):
             continue
@@ -69,12 +87,12 @@ def find_commits(text: str, base: int = 0, in_subject: bool = False) -> list[Men
         h = m.group(1)
         if any(a <= m.start(1) < b for a, b in taken):
             continue
-        if not (re.search(r"\d", h) and re.search(r"[a-f]", h)):
+        if not (_ANY_DIGIT.search(h) and _ANY_AF.search(h)):
             continue
         out.append(Mention("commit", h, h.lower(), base + m.start(1), base + m.end(1), in_subject=in_subject))
     for m in P.HEX_UNDERSCORE.finditer(text):
         h = m.group(1)
-        if re.search(r"\d", h) and re.search(r"[a-f]", h):
+        if _ANY_DIGIT.search(h) and _ANY_AF.search(h):
             out.append(Mention("commit", h, h.lower(), base + m.start(1), base + m.end(1), in_subject=in_subject))
     return out
 
@@ -88,7 +106,7 @@ KERNEL_CTX = re.compile(r"\b(?:kernels?|linux|release|version|upgrad\w*|bisect\w
 
 def find_versions(text: str, base: int = 0, in_subject: bool = False, allow_weak: bool = False) -> list[Mention]:
     out: list[Mention] = []
-    for m in P.VERSION.finditer(text):
+    for m in P.find_all(P.VERSION, text):
         v = m.group(0)
         s, e = m.start(), m.end()
         strong = v.startswith("v") or v.startswith("next-") or "-rc" in v or v.count(".") >= 2 or "-git" in v
@@ -104,13 +122,13 @@ def find_versions(text: str, base: int = 0, in_subject: bool = False, allow_weak
         line = text[line_start:line_end if line_end >= 0 else len(text)]
         toks = line.split()
         if len(toks) >= 4 and not text[line_start:s].strip() == "":
-            nums = sum(1 for t in toks if re.match(r"^[-+]?\d[\d.,%]*$", t))
+            nums = sum(1 for t in toks if _NUM_TOKEN.match(t))
             if nums * 2 > len(toks) and not strong:
                 continue
         mm = Mention("version", v, v, base + s, base + e, in_subject=in_subject)
         mm.strong = strong or bool(KERNEL_CTX.search(text[max(0, s - 30):e + 30]))  # type: ignore[attr-defined]
         out.append(mm)
-    for m in P.BARE_RC.finditer(text):
+    for m in P.find_all(P.BARE_RC, text):
         mm = Mention("version", m.group(1), m.group(1), base + m.start(1), base + m.end(1), in_subject=in_subject)
         mm.strong = True  # type: ignore[attr-defined]
         out.append(mm)
@@ -119,12 +137,28 @@ def find_versions(text: str, base: int = 0, in_subject: bool = False, allow_weak
     return [x for x in out if getattr(x, "strong", False)]
 
 
+def clean_commits(mt: MailText) -> list[Mention]:
+    """``find_commits(mt.clean)``, found once per message (the entity and rule stages share it)."""
+    r = mt.memo.get("commits")
+    if r is None:
+        r = mt.memo["commits"] = find_commits(mt.clean)
+    return list(r)
+
+
+def clean_versions(mt: MailText) -> list[Mention]:
+    """``find_versions(mt.clean)``, found once per message."""
+    r = mt.memo.get("versions")
+    if r is None:
+        r = mt.memo["versions"] = find_versions(mt.clean)
+    return list(r)
+
+
 def version_key(v: str, base: tuple | None = None):
     s = v.lower().lstrip("v")
     if s.startswith("next-"):
         return ("next", (int(s[5:]),), 0, 0)
-    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?", s)
-    rc = re.search(r"-rc(\d+)", s)
+    m = _VKEY_NUMS.match(s)
+    rc = _VKEY_RC.search(s)
     rcn = int(rc.group(1)) if rc else 999
     git = 1 if ("-git" in s or s.endswith("+") or "-next" in s) else 0
     if m:
@@ -151,9 +185,9 @@ def _clean_title(t: str) -> str | None:
     t = t.lstrip("# ").strip()
     if not t or len(t) < 8 or len(t) > 160:
         return None
-    if re.match(r"(?i)^(?:which|the|and|see|aka|upstream|i\.e|e\.g|HEAD|commit|from|in|on|for)\b", t):
+    if _TITLE_STOP.match(t):
         return None
-    if re.fullmatch(r"[0-9a-f]{7,40}", t):
+    if _HEX_ONLY.fullmatch(t):
         return None
     return t
 
@@ -161,21 +195,20 @@ def _clean_title(t: str) -> str | None:
 def title_after(clean: str, pos: int) -> str | None:
     """Commit title written right after a commit id ending at clean offset ``pos``."""
     tail = clean[pos:pos + 400]
-    m = re.match(r"\s*\(\s*[\"“](.+?)[\"”]\s*\)", tail, re.S)
+    m = _T_PAREN_QUOTED.match(tail)
     if m:
         return _clean_title(m.group(1))
-    m = re.match(r"\s*[\"“](.+?)[\"”]", tail, re.S)
+    m = _T_QUOTED.match(tail)
     if m:
         return _clean_title(m.group(1))
-    m = re.match(r"\s*\(((?:[^()]|\([^()]*\))+)\)", tail, re.S)
+    m = _T_PAREN.match(tail)
     if m and TITLE_PREFIXED.match(" ".join(m.group(1).split())):
         return _clean_title(m.group(1))
-    m = re.match(r"\]?[ \t]+([^\n]+)((?:\n[a-z][^\n:#$]{0,80}(?=\n\n|\n?$))?)", tail)
+    m = _T_SAME_LINE.match(tail)
     if m and TITLE_PREFIXED.match(m.group(1).strip()):
         return _clean_title(m.group(1) + (" " + m.group(2).strip() if m.group(2) else ""))
     # commit block: "commit <id>\nAuthor: ..\nDate: ..\n\n    title"
-    m = re.match(r"[^\n]*\n(?:[#\s]*(?:Merge|Author|AuthorDate|Commit|CommitDate|Date):[^\n]*\n){1,5}[#\s]*\n?[#\s]*"
-                 r"([^\n]+(?:\n[ \t#]*[a-z][^\n]{0,60}(?=\n[ \t#]*\n))?)", tail)
+    m = _T_BLOCK.match(tail)
     if m:
         return _clean_title(m.group(1))
     return None
@@ -195,6 +228,27 @@ LKP_DISK = re.compile(r"^\s*disk:\s*(\d+(?:HDD|SSD|NVMe|BRD\w*|pmem\w*)\b)", re.
 LKP_MEM_BLOCK = re.compile(r"^\s*Memory\s*:?\s*\n\s*Total\s*:\s*(\d+(?:\.\d+)?\s?[KMGT]i?B)\b", re.M | I)
 MEM_LINE = re.compile(r"^\s*(?:Mem(?:ory)?|RAM|MemTotal|System memory|Total memory)\s*:\s*(?:Total:?\s*)?"
                       r"(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]|kB))\b", re.M | I)
+_CPU_BAD_AFTER = re.compile(r"\b(?:does not|doesn't|fails?|not boot|broken|crash|hangs?|problem)\b", I)
+_ARCH_TITLE_PREFIX = re.compile(r"/[\w-]+:")
+_ARCH_NEG = re.compile(r"\b(?:not|doesn't|does not|unaffected|only on|fine on|works on)\b", I)
+_ARCH_NEG2 = re.compile(r"\breproduc|affect|fine|work", I)
+_MEM_MACHINE_LINE = re.compile(r"^(?:Hardware|System|Machine|Platform|Server|Test machine|Setup)\b[^\n]*?,\s*(\d+\s?[GT]i?B)\b",
+                               re.M | I)
+_FS_CTX = re.compile(r"mkfs\.|mount\s+-t|file\s?systems?|\bfs\b|\bon\s+\w*$|\(ro,|testcase|fs:", I)
+_TESTCASE = re.compile(r"(?:testcase|Benchmark|test tools? (?:is|are)|benchmarks? (?:is|are)|tools?)\s*[:\-]?\s*"
+                       r"([\w+.-]+)", I)
+_AND_OR = re.compile(r"\s+(?:and|or|,)")
+_WEAK_AFTER1 = re.compile(r"\s+(?:if=|of=|bs=|-\w)")
+_WEAK_BEFORE1 = re.compile(r"[\"'(]$")
+_WEAK_AFTER2 = re.compile(r"[\"']")
+_WEAK_BEFORE2 = re.compile(r"\b(?:the|a|simple|run|running|parallel|with|using)\s+$", I)
+_WEAK_AFTER3 = re.compile(r"\s+(?:performance|test|process|throughput|benchmark|run)", I)
+_LOOP_DONE = re.compile(r"\s*;\s*done\b.*$")
+_CMD_OPT = re.compile(r"\s-{1,2}\w|\b\w+=\S")
+_MAKE_J = re.compile(r"\s-j")
+_CFG_CODE = re.compile(r"\s*[+\-@]|\s*#\s*(?:if|ifdef|ifndef|endif|define)|.*\bIS_ENABLED\(")
+_CFG_SUGGEST = re.compile(r"\b(?:suggest\w*|try|could you|can you|maybe|perhaps|should|instead|alternatively|"
+                          r"would|if you)\b", I)
 MEM_SETTING = re.compile(r"(?<![\w-])((?:QEMU_|VM_|GUEST_)?MEM(?:ORY)?(?:_(?:MB|GB|SIZE))?=\d+[KMGT]?)\b")
 
 
@@ -348,9 +402,9 @@ class Extractor:
     # -- entities ------------------------------------------------------------------------
     def collect(self) -> None:
         mt = self.mt
-        self.commits = find_commits(self.clean)
+        self.commits = clean_commits(mt) if self.clean is mt.clean else find_commits(self.clean)
         self.subject_commits = find_commits(self.subject, in_subject=True)
-        self.versions = find_versions(self.clean)
+        self.versions = clean_versions(mt) if self.clean is mt.clean else find_versions(self.clean)
         self.subject_versions = find_versions(self.subject, in_subject=True,
                                               allow_weak=any(getattr(v, "strong", False) for v in self.versions))
         for m in self.commits + self.versions:
@@ -359,7 +413,7 @@ class Extractor:
             m.depth = mt.depth_at(m.cstart)
         self.robot_subject = P.ROBOT_SUBJECT.search(self.subject)
         self.is_robot = bool(self.robot_subject) or bool(P.ROBOT_MARK.search(self.clean[:3000])) \
-            or bool(P.ROBOT_BODY.search(self.clean))
+            or bool(mt.search(P.ROBOT_BODY))
 
     # -- culprit -------------------------------------------------------------------------
     def _unit_text_before(self, m: Mention) -> str:
@@ -415,8 +469,10 @@ class Extractor:
             after_wo_title = after.replace(title, " ") if title else after
             best = 0.0
             role = None
+            before_low = fold(before)
+            after_low = fold(after_wo_title)
             for i, (rx, w, r) in enumerate(CUL_BEFORE):
-                if rx.search(before):
+                if may_match(rx, before, before_low) and rx.search(before):
                     g.cues.add(f"before{i}")
                     if w > 0 and w > best:
                         best = w
@@ -424,13 +480,13 @@ class Extractor:
                         role = r
                         best = min(best, 0) + w if best <= 0 else best + w
             for i, (rx, w) in enumerate(CUL_AFTER):
-                if rx.search(after_wo_title):
+                if may_match(rx, after_wo_title, after_low) and rx.search(after_wo_title):
                     g.cues.add(f"after{i}")
                     best = max(best, w)
             unit = self.mt.units[m.unit] if m.unit >= 0 else None
             utext = unit.text if unit else (self.subject if m.in_subject else "")
-            if re.search(r"\brevert", before + after_wo_title, I):
-                rv = re.search(r"\brevert\w*", before + " " + after_wo_title, I)
+            if _REVERT.search(before + after_wo_title):
+                rv = _REVERT_W.search(before + " " + after_wo_title)
                 tail = (before + " " + after_wo_title)[rv.end():] if rv else ""
                 if FIX_AFTER.search(tail):
                     g.cues.add("revert-fixes")
@@ -496,7 +552,7 @@ class Extractor:
         out: list[VersionClaim] = []
         clean = self.clean
         # regzbot range "introduced A..B" (A good, B first bad; either may be a commit id)
-        for m in re.finditer(r"#?regzbot\s+\^?introduced:?\s+(\S+?)\.\.\.?(\S+)", clean, I):
+        for m in self.mt.finditer(_REGZBOT_RANGE):
             d = self.mt.depth_at(m.start())
             out.append(VersionClaim(m.group(1), "good", 1, m.start(1), d, (m.start(1), m.end(2))))
             out.append(VersionClaim(m.group(2).rstrip(".,;"), "bad", 1, m.start(2), d, (m.start(1), m.end(2))))
@@ -508,16 +564,16 @@ class Extractor:
                 continue
             u = self.mt.units[ui]
             used: set[int] = set()
-            is_log = u.structured and re.match(r"\s*(?:\[\s*\d+\.\d+\]|#|git |CPU:|Hardware name)", u.text)
+            is_log = u.structured and _LOG_LINE.match(u.text)
             # ranges
             for a, b in zip(vs, vs[1:]):
                 between = clean[a.cend:b.cstart]
                 pre = clean[max(u.cstart, a.cstart - 30):a.cstart]
-                sep = re.fullmatch(r"\s*(?:\.\.\.?|->|-->|→|=>|to|and|until|till|-)\s*", between)
+                sep = _RANGE_SEP.fullmatch(between)
                 if not sep:
                     continue
-                kw = re.search(r"\b(between|from)\s+(?:the\s+)?(?:kernels?\s+)?$", pre, I)
-                arrow = re.search(r"\.\.|->|→|=>", between)
+                kw = _BETWEEN_FROM.search(pre)
+                arrow = _ARROW.search(between)
                 if not (kw or arrow):
                     continue
                 if kw and kw.group(1).lower() == "between" and "and" not in between:
@@ -525,9 +581,8 @@ class Extractor:
                 if "and" in between and not kw:
                     continue
                 after_txt = clean[b.cend:b.cend + 45]
-                bisect_ctx = re.search(r"\bbisect", u.text, I) and not HYPOTHETICAL.search(u.text)
-                if re.match(r"[^.]{0,20}\b(?:where|when)\b[^.]{0,20}(?:went away|disappear|was fine|worked|ok)",
-                            after_txt, I):
+                bisect_ctx = _BISECT.search(u.text) and not HYPOTHETICAL.search(u.text)
+                if _WENT_AWAY.match(after_txt):
                     out.append(VersionClaim(a.text, "good", 3, a.cstart, a.depth))
                     out.append(VersionClaim(b.text, "good", 3, b.cstart, b.depth))
                 elif HYPOTHETICAL.search(u.text) and not kw:
@@ -547,7 +602,6 @@ class Extractor:
                     continue
                 left = clean[max(u.cstart, v.cstart - 70):v.cstart]
                 right = clean[v.cend:min(u.cend, v.cend + 70)]
-                m = COMPARED.search(clean[max(u.cstart, v.cstart - 40):min(u.cend, v.cend + 60)])
                 role = None
                 weight = 1.0
                 if GOOD_LEFT.search(left):
@@ -565,23 +619,23 @@ class Extractor:
                         has_b, has_g = BAD_CUE.search(u.text), GOOD_CUE.search(u.text)
                         if has_b and not has_g:
                             role, weight = "bad", 0.5
-                if m and role is None:
-                    pass
                 if role:
                     out.append(VersionClaim(v.text, role, 3, v.cstart, v.depth, None, weight))
         # a window: "after <A>, but before <B>" (A last good, B first bad)
-        for m in re.finditer(r"\bafter\s+(?:v(?=\d))?(\S+?),?\s+(?:but\s+|and\s+)?before\s+(?:v(?=\d))?(\S+?)[.,;:)]?(?:\s|$)",
-                             clean, I):
+        for m in self.mt.finditer(_AFTER_BEFORE):
             av, bv = find_versions(m.group(1), allow_weak=True), find_versions(m.group(2), allow_weak=True)
             if av and bv and vcmp(version_key(av[0].text), version_key(bv[0].text)) == -1:
                 d = self.mt.depth_at(m.start())
                 out.append(VersionClaim(av[0].text, "good", 2, m.start(1), d, (m.start(1), m.end(2))))
                 out.append(VersionClaim(bv[0].text, "bad", 2, m.start(2), d, (m.start(1), m.end(2))))
         # commit ids marked "(good)" / "(merge, bad)"
-        for m in re.finditer(r"(?<![\w/])([0-9a-f]{7,40})\s*\((?:[^()\n]{0,20},\s*)?(good|bad)\)", clean):
+        for m in self.mt.finditer(_MARKED_GOOD_BAD):
             out.append(VersionClaim(m.group(1), m.group(2), 2, m.start(1), self.mt.depth_at(m.start())))
         # compared-to forms "on 6.6 compared to 6.5"
+        mt_low = self.mt.low
         for u in self.mt.units:
+            if not may_match(COMPARED, u.text, mt_low[u.cstart:u.cend]):  # the slice is fold(u.text)
+                continue
             for m in COMPARED.finditer(u.text):
                 bv = find_versions(m.group("bad"))
                 gv = find_versions(m.group("good"))
@@ -776,7 +830,7 @@ class Extractor:
                 # and a rise of a time-like one; an "improvement" the reverse
                 down = (m.group(4).lower() == "regression") != bool(P.TIME_METRIC.search(metric))
                 pct = -pct if down else pct
-        mb = P.ROBOT_BODY.search(self.clean)
+        mb = self.mt.search(P.ROBOT_BODY)
         if mb:
             if metric is None:
                 metric, pct = mb.group(3), float(mb.group(1))
@@ -786,13 +840,13 @@ class Extractor:
             span = (mb.start(), mb.end())
         pair = None
         # comparison block: "commit:\n  <parent> (...)\n  <culprit> (...)"
-        for cm in re.finditer(r"^commit:\s*\n((?:[ \t]*[0-9a-f]{7,40}\b[^\n]*\n?){2,})", self.clean, re.M):
-            ids = re.findall(r"^[ \t]*([0-9a-f]{7,40})\b", cm.group(1), re.M)
+        for cm in self.mt.finditer(_COMMIT_BLOCK):
+            ids = _BLOCK_IDS.findall(cm.group(1))
             if len(ids) >= 2:
                 pair = (ids[0], ids[1], cm.start(1), cm.start(1) + cm.group(1).find(ids[1]))
                 break
-        if pair is None and m and P.ROBOT_COMMIT_LINE.search(self.clean):
-            cl = P.ROBOT_COMMIT_LINE.search(self.clean)
+        if pair is None and m and self.mt.search(P.ROBOT_COMMIT_LINE):
+            cl = self.mt.search(P.ROBOT_COMMIT_LINE)
             pair = (None, m.group(1), -1, cl.start(1))
         return metric, pct, span, pair
 
@@ -851,7 +905,7 @@ class Extractor:
         # (a2) tables: version/commit blocks and columns, unit rows, LKP comparison rows
         r_metric = self.robot_subject.group(2) if self.robot_subject else None
         if r_metric is None:
-            mb = P.ROBOT_BODY.search(clean)
+            mb = self.mt.search(P.ROBOT_BODY)
             r_metric = mb.group(3) if mb else None
         tables = (NUM_T.lkp_rows(units, clean, r_metric) + NUM_T.block_rows(units, clean)
                   + NUM_T.version_columns(units, clean) + NUM_T.unit_rows(units, clean))
@@ -876,13 +930,13 @@ class Extractor:
                             "bpos": t.span[0], "lkp": is_lkp})
         # (b) header with two labels and a %-diff column
         for u in units:
-            hm = re.match(r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(%[-\w]*|[-\w]*%|%?\s?change|%?diff\w*)\s*$", u.text)
+            hm = _PCT_HEADER.match(u.text)
             if not hm or u.index + 1 >= len(units):
                 continue
-            nxt = [x for x in units[u.index + 1:u.index + 3] if not re.fullmatch(r"[-=\s]+", x.text)]
+            nxt = [x for x in units[u.index + 1:u.index + 3] if not _RULE_LINE.fullmatch(x.text)]
             if not nxt:
                 continue
-            rm = re.match(r"^\s*\S+\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+([-+]?\d+(?:\.\d+)?)%?\s*$", nxt[0].text)
+            rm = _PCT_ROW.match(nxt[0].text)
             if not rm:
                 continue
             ga, ba = hm.group(2), hm.group(3)
@@ -901,7 +955,7 @@ class Extractor:
                     if u.index - back < 0:
                         break
                     row = units[u.index - back]
-                    nums = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.%])", row.text)
+                    nums = _ROW_NUMS.findall(row.text)
                     if len(nums) == len(roles) and not re.search(r"%", row.text):
                         gi = max((i for i, r in enumerate(roles) if r in ("good", "ok", "pass")), default=None)
                         bi = next((i for i, r in enumerate(roles) if r in ("bad", "fail")), None)
@@ -916,7 +970,7 @@ class Extractor:
                         break
         # (d) "A vs B unit" and (e) "from A to B unit"
         for rx in (P.PAIR_FROM_TO, P.PAIR_VS):
-            for m in rx.finditer(clean):
+            for m in self.mt.finditer(rx):
                 a, b = float(m.group(1)), float(m.group(3))
                 unit = m.group(4) or m.group(2)
                 if not unit:
@@ -930,7 +984,7 @@ class Extractor:
                 self.numbers.append({"label": None, "value": a, "unit": unit, "stdev": None, "n": None})
                 self.numbers.append({"label": None, "value": b, "unit": unit, "stdev": None, "n": None})
                 break
-        runs = NUM_T.runs_stated(clean)
+        runs = NUM_T.runs_stated(clean, self.mt)
         if runs:
             for n in self.numbers:
                 if n.get("n") is None:
@@ -947,16 +1001,14 @@ class Extractor:
 
     def stated_percent(self):
         """A regression percentage stated in prose: returns (value, cspan, hedged, in_subject)."""
-        rx = re.compile(r"(?P<hedge>more than|over|at least|up to|>|almost|nearly|about|around|roughly|approx\w*|~)?"
-                        r"\s*(?P<num>[-+]?\d+(?:\.\d+)?)\s?%\s+(?:\w+\s+){0,3}?(?P<w>regression|drop|decrease|"
-                        r"degradation|slowdown|loss|lower|slower|worse|reduction|less|performance (?:drop|loss|"
-                        r"decrease|regression))", I)
-        rx2 = re.compile(r"(?:regression|drop|decrease|degradation|slowdown|loss|reduction)\s+of\s+"
-                         r"(?P<hedge>more than|over|at least|up to|about|around|roughly|~)?\s*(?P<num>[-+]?\d+(?:\.\d+)?)\s?%",
-                         I)
         for text, subj in ((self.clean, False), (self.subject, True)):
-            for r in (rx, rx2):
-                m = r.search(text)
+            for r in (_STATED_PCT, _STATED_PCT_OF):
+                if subj:
+                    m = r.search(text) if "%" in text else None
+                elif r is _STATED_PCT:
+                    m = _search_stated_pct(text, self.mt.low)
+                else:
+                    m = self.mt.search(r)
                 if m:
                     hedge = (m.group("hedge") or "").lower()
                     hedged = hedge in ("more than", "over", "at least", "up to", ">")
@@ -968,10 +1020,9 @@ class Extractor:
         return None
 
     def times_phrase(self):
-        rx = re.compile(r"(?P<hedge>more than |over |almost |nearly |about |~)?\b(?P<n>twice|two times|2x|three times|"
-                        r"3x|\d+(?:\.\d+)? ?times|\d+(?:\.\d+)?x)\s+(?:as\s+)?(?P<w>long|slow(?:er)?|longer)", I)
+        rx = _TIMES
         for text, subj in ((self.clean, False), (self.subject, True)):
-            m = rx.search(text)
+            m = rx.search(text) if subj else self.mt.search(rx)
             if m:
                 n = m.group("n").lower()
                 factor = {"twice": 2.0, "two times": 2.0, "2x": 2.0, "three times": 3.0, "3x": 3.0}.get(n)
@@ -988,8 +1039,9 @@ class Extractor:
         spans: dict = {}
         # cpu: prefer one near a bad cue if several
         cpus = []
+        mt = self.mt
         for rx in P.CPU_PATTERNS:
-            for m in rx.finditer(clean):
+            for m in mt.finditer(rx):
                 val = " ".join(m.group(1).split()).strip(" ,.")
                 if len(val) < 3:
                     continue
@@ -1001,7 +1053,7 @@ class Extractor:
             if len({c[2] for c in cpus}) > 1:
                 for c in cpus:
                     after = clean[c[1]:c[1] + 120]
-                    if re.search(r"\b(?:does not|doesn't|fails?|not boot|broken|crash|hangs?|problem)\b", after, I):
+                    if _CPU_BAD_AFTER.search(after):
                         chosen = c
                         break
             hw["cpu"] = chosen[2]
@@ -1012,12 +1064,11 @@ class Extractor:
         for rx, name in P.ARCH_WORDS:
             for m in rx.finditer(self.subject):
                 arch_scores[name] = arch_scores.get(name, 0) + 3
-            for m in rx.finditer(clean):
-                if re.match(r"/[\w-]+:", clean[m.end():m.end() + 20]):
+            for m in mt.finditer(rx):
+                if _ARCH_TITLE_PREFIX.match(clean, m.end(), m.end() + 20):
                     continue  # a commit-title prefix ("x86/efi: ...") names a subsystem, not the test machine
                 ctx = clean[max(0, m.start() - 60):m.end() + 10]
-                if re.search(r"\b(?:not|doesn't|does not|unaffected|only on|fine on|works on)\b", ctx, I) and \
-                        re.search(r"\breproduc|affect|fine|work", ctx, I):
+                if _ARCH_NEG.search(ctx) and _ARCH_NEG2.search(ctx):
                     continue
                 w = 1.0
                 if name == "arm" and not re.search(r"\bARM\b", m.group(0)) and m.group(0) != "arm":
@@ -1054,28 +1105,27 @@ class Extractor:
             spans["arch"] = spans.get("cpu")
         # memory
         for rx in P.MEMORY_PATTERNS:
-            m = rx.search(clean)
+            m = mt.search(rx)
             if m:
                 hw["memory"] = " ".join(m.group(1).split())
                 spans["memory"] = (m.start(1), m.end(1))
                 break
         if hw["memory"] is None:
-            m = re.search(r"^(?:Hardware|System|Machine|Platform|Server|Test machine|Setup)\b[^\n]*?,\s*(\d+\s?[GT]i?B)\b",
-                          clean, re.M | I)
+            m = mt.search(_MEM_MACHINE_LINE)
             if m:
                 hw["memory"] = m.group(1)
                 spans["memory"] = (m.start(1), m.end(1))
         if hw["memory"] is None:
             # "Memory:\n  Total: 187 GB" / "MemTotal: 196608 kB" / "Memory: 16 GB" / "QEMU_MEM_MB=14336"
             for rx in (LKP_MEM_BLOCK, MEM_LINE, MEM_SETTING):
-                m = rx.search(clean)
+                m = mt.search(rx)
                 if m:
                     hw["memory"] = " ".join(m.group(1).split())
                     spans["memory"] = (m.start(1), m.end(1))
                     break
         # storage
         best = None
-        for m in P.STORAGE_HEAD.finditer(clean):
+        for m in mt.finditer(P.STORAGE_HEAD):
             line_start = clean.rfind("\n", 0, m.start()) + 1
             prefix = clean[line_start:m.start()].split()
             mods = []
@@ -1092,7 +1142,7 @@ class Extractor:
             start = m.start() - len(" ".join(mods)) - 1
             if best is None or score > best[0]:
                 best = (score, " ".join(text.split()), max(start, 0), m.end())
-        m = LKP_DISK.search(clean)
+        m = mt.search(LKP_DISK)
         if m and (best is None or best[0] < 3):
             # an LKP job parameter ("disk: 1HDD", "disk: 4SSD") names the test storage exactly
             best = (9, m.group(1), m.start(1), m.end(1))
@@ -1110,11 +1160,12 @@ class Extractor:
         fs_span: dict[str, tuple] = {}
         for m in P.FS_RE.finditer(self.subject):
             fs_scores[m.group(1).lower()] = fs_scores.get(m.group(1).lower(), 0) + 4
-        for m in P.FS_RE.finditer(clean):
+        mt = self.mt
+        for m in mt.finditer(P.FS_RE):
             name = m.group(1).lower()
             ctx = clean[max(0, m.start() - 20):m.end() + 20]
             w = 0.5
-            if re.search(r"mkfs\.|mount\s+-t|file\s?systems?|\bfs\b|\bon\s+\w*$|\(ro,|testcase|fs:", ctx, I):
+            if _FS_CTX.search(ctx):
                 w = 2.0
             fs_scores[name] = fs_scores.get(name, 0) + w
             fs_span.setdefault(name, (m.start(), m.end()))
@@ -1127,23 +1178,21 @@ class Extractor:
         b_scores: dict[str, float] = {}
         b_first: dict[str, int] = {}
         b_span: dict[str, tuple] = {}
-        tc = re.search(r"(?:testcase|Benchmark|test tools? (?:is|are)|benchmarks? (?:is|are)|tools?)\s*[:\-]?\s*"
-                       r"([\w+.-]+)", clean, I)
+        tc = mt.search(_TESTCASE)
         if tc and P.BENCH_RE.fullmatch(tc.group(1)):
             n = tc.group(1).lower()
-            b_scores[n] = 3 if re.match(r"\s+(?:and|or|,)", clean[tc.end(1):]) else 10
+            b_scores[n] = 3 if _AND_OR.match(clean, tc.end(1)) else 10
             b_first[n] = tc.start(1)
             b_span[n] = (tc.start(1), tc.end(1))
         for text, w0, subj in ((self.subject, 3.0, True), (clean, 1.0, False)):
-            for m in P.BENCH_RE.finditer(text):
+            for m in (P.BENCH_RE.finditer(text) if subj else mt.finditer(P.BENCH_RE)):
                 name = m.group(1).lower()
                 if name in P.BENCH_WEAK:
                     after = text[m.end():m.end() + 25]
                     before = text[max(0, m.start() - 12):m.start()]
-                    if not (re.match(r"\s+(?:if=|of=|bs=|-\w)", after) or re.search(r"[\"'(]$", before)
-                            or re.match(r"[\"']", after) or re.search(r"\b(?:the|a|simple|run|running|parallel|"
-                                                                      r"with|using)\s+$", before, I)
-                            or re.match(r"\s+(?:performance|test|process|throughput|benchmark|run)", after, I)):
+                    if not (_WEAK_AFTER1.match(after) or _WEAK_BEFORE1.search(before)
+                            or _WEAK_AFTER2.match(after) or _WEAK_BEFORE2.search(before)
+                            or _WEAK_AFTER3.match(after)):
                         continue
                 if name in P.BENCH_TESTS and kind != "performance":
                     continue
@@ -1160,7 +1209,7 @@ class Extractor:
         # command: the benchmark command line as written (continuation lines joined)
         best = None
         bench = cfg.get("benchmark")
-        for m in (P.COMMAND_LINE.finditer(clean) if P.TOOL_ANY.search(clean) else ()):
+        for m in (mt.finditer(P.COMMAND_LINE) if mt.search(P.TOOL_ANY) else ()):
             line = m.group(1)
             end = m.end(1)
             while line.rstrip().endswith("\\"):
@@ -1171,22 +1220,22 @@ class Extractor:
                 line = line.rstrip()[:-1] + " " + nxt.strip()
                 end = nl if nl >= 0 else len(clean)
             cmd = " ".join(line.split()).rstrip("\\ ")
-            cmd = re.sub(r"\s*;\s*done\b.*$", "", cmd)  # the body of a shell loop
+            cmd = _LOOP_DONE.sub("", cmd)  # the body of a shell loop
             toks = cmd.split()
             tool = next((t for t in toks if t in P.COMMAND_TOOLS or t.startswith("./")), toks[0])
             score = 0.0
             if bench and (tool == bench or tool.replace("_", "") == bench):
                 score += 3
-            if re.search(r"\s-{1,2}\w|\b\w+=\S", cmd):
+            if _CMD_OPT.search(cmd):
                 score += 1
-            if tool == "make" and not re.search(r"\s-j", cmd):
+            if tool == "make" and not _MAKE_J.search(cmd):
                 score -= 2
             if self.mt.depth_at(m.start(1)) > 0:
                 score -= 0.5
             if best is None or score > best[0]:
                 best = (score, cmd, m.start(1), end)
         if best is None:
-            m = P.INLINE_COMMAND.search(clean)
+            m = mt.search(P.INLINE_COMMAND)
             if m:
                 best = (0, " ".join(m.group(1).split()), m.start(1), m.end(1))
         if best is not None:
@@ -1199,19 +1248,17 @@ class Extractor:
                                ("mkfs", P.MKFS_LINE, ("mkfs",)), ("mount_options", P.MOUNT_OPTS, ("mount",))):
             if not any(h in low for h in hint):
                 continue
-            m = rx.search(clean)
+            m = mt.search(rx)
             if m:
                 self.setup_facts.append((name, " ".join(m.group(1).split())[:300], (m.start(1), m.end(1))))
         # kernel config options named as part of the setup
         seen: dict[str, str] = {}
-        for m in P.CONFIG_OPT.finditer(clean):
+        for m in mt.finditer(P.CONFIG_OPT):
             u = self.mt.unit_at(m.start())
             utext = u.text if u else ""
-            if u and u.structured and re.match(r"\s*[+\-@]|\s*#\s*(?:if|ifdef|ifndef|endif|define)|.*\bIS_ENABLED\(",
-                                               utext):
+            if u and u.structured and _CFG_CODE.match(utext):
                 continue
-            if re.search(r"\b(?:suggest\w*|try|could you|can you|maybe|perhaps|should|instead|alternatively|"
-                         r"would|if you)\b", utext, I):
+            if _CFG_SUGGEST.search(utext):
                 continue
             name = m.group(1)
             written = m.group(0)
@@ -1223,9 +1270,13 @@ class Extractor:
 
     # -- classification ------------------------------------------------------------------
     def kind_of(self, has_measure: bool) -> str | None:
-        text = self.clean[:20000]
-        perf = len(P.PERF_WORDS.findall(text)) + 2 * len(P.PERF_WORDS.findall(self.subject))
-        func = len(P.FAIL_WORDS.findall(text)) * 0.5 + 2 * len(P.FAIL_WORDS.findall(self.subject))
+        if len(self.clean) <= 20000:
+            n_perf, n_fail = len(self.mt.finditer(P.PERF_WORDS)), len(self.mt.finditer(P.FAIL_WORDS))
+        else:
+            text = self.clean[:20000]
+            n_perf, n_fail = len(P.PERF_WORDS.findall(text)), len(P.FAIL_WORDS.findall(text))
+        perf = n_perf + 2 * len(P.PERF_WORDS.findall(self.subject))
+        func = n_fail * 0.5 + 2 * len(P.FAIL_WORDS.findall(self.subject))
         if has_measure:
             perf += 4
         if self.robot_subject:
@@ -1239,7 +1290,12 @@ class Extractor:
         why: list[str] = []
         subj = self.subject
         clean = self.clean
-        own = "\n".join(u.text for u in self.mt.units if u.depth == 0)
+        mt = self.mt
+        own = own_text(mt)
+        own_low = fold(own)
+
+        def own_search(rx):
+            return rx.search(own) if P.may_match(rx, own, own_low) else None
 
         def add(w, reason):
             nonlocal s
@@ -1251,7 +1307,7 @@ class Extractor:
                 add(5, "robot regression subject")
             else:
                 add(-8, "robot improvement subject")
-        mb = P.ROBOT_BODY.search(clean)
+        mb = mt.search(P.ROBOT_BODY)
         if mb and not self.robot_subject:
             add(4 if mb.group(2).lower() == "regression" else -8, "robot body " + mb.group(2).lower())
         is_patch = bool(P.PATCH_SUBJECT.search(subj))
@@ -1266,11 +1322,9 @@ class Extractor:
         elif subj_other and not P.REGRESSION_WORD.search(P.REGRESSION_OTHER_SENSE.sub(" ", subj)):
             # the subject is about regressions as a topic (testing, tracking, tooling): a discussion
             add(-1.5, "subject uses regression in another sense")
-        if re.search(r"\bbisect", subj, I):
+        if _BISECT.search(subj):
             add(1.0, "bisect in subject")
-        if P.FAIL_WORDS.search(subj) or re.search(r"\b(?:slow\w*|performance (?:loss|drop|problem|issue|decrease)s?|"
-                                                   r"scalability (?:issue|problem)s?|takes \w+ as long|"
-                                                   r"twice as (?:long|slow))\b", subj, I):
+        if P.FAIL_WORDS.search(subj) or _SUBJ_PERF.search(subj):
             add(1.5, "failure/perf words in subject")
         # body evidence
         if culprit is not None:
@@ -1279,63 +1333,170 @@ class Extractor:
             add(1.5, "good/bad pair")
         elif bad is not None:
             add(0.5, "bad version")
-        claims = re.findall(r"\b(?:(?:found|see|seeing|saw|noticed|observed|report\w*|suffering from|hit|have|has|is)"
-                            r"\s+(?:a |an |the |this |some |what looks to be a |significant |measurable |"
-                            r"performance |big |huge |serious |\w+ )?regression|regression (?:in|from|since|on|with|"
-                            r"introduced|caused|is|was|starting)|(?:performance|perf|throughput|write|read|boot)\s+"
-                            r"(?:drop|loss|decrease|degradation|regression)|\d+(?:\.\d+)?\s?%\s+(?:\w+\s+){0,2}"
-                            r"(?:regression|drop|decrease|slower|degradation)|(?:\w+ )?\d\.\d+[\w.-]* regression|"
-                            r"(?:this|that|it) (?:is|was) a regression|"
-                            r"(?:no longer|doesn't|does not|fails to|failed to) (?:boot|work|build|compile|resume)|"
-                            r"slower (?:than|with|on|since|after)|twice as long|(?:boot|build|compile) (?:failure|"
-                            r"problem|error|regression)s?|caused (?:this|the|a) regression|"
-                            r"(?:extremely|very|much|really) slow|slow(?:er)? compared|"
-                            r"(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)"
-                            r"\b[^.]{0,40}\b(?:regression|slowdown|drop|crash|failure|hang|breakage)|"
-                            r"(?:speed|performance|throughput|bandwidth|latency|I/O|io)\s+regressions?|"
-                            r"(?:bad|poor|terrible|degraded)\s+(?:I/O\s+|io\s+|disk\s+|network\s+|write\s+|read\s+)?performance|"
-                            r"drop(?:ped|s)?\s+(?:\w+\s+){0,3}from\s+(?:~|about\s+)?\d|"
-                            r"(?:took|takes|taking)\s+(?:\w+\s+){0,2}(?:times\s+)?longer|"
-                            r"(?:unable|fails?|failed) to boot|(?:silently )?fails? (?:on|at|during) boot|"
-                            r"(?:git[- ])?bisect\w*\s+(?:led|leads|pointed|points)\s+(?:me\s+|us\s+)?to|"
-                            r"regress(?:es|ed)?\s+(?:consistently|badly|by\s+~?\d)|"
-                            # a commit / patch / change "that introduces" or "caused" a named failure
-                            r"(?:commit|patch|change)\s+(?:that|which)\s+(?:first\s+)?(?:introduc\w+|caus\w+|"
-                            r"trigger\w+|brought)\s+(?:the\s+|these\s+|this\s+|a\s+)?(?:\w+\s+)?(?:lock-?ups?|"
-                            r"hangs?|crash\w*|regression|slowdown|breakage|boot failures?|panics?|oops\w*))\b",
-                            clean, I)
-        other = P.REGRESSION_OTHER_SENSE.findall(clean)
-        if re.search(r"\b(?:this|the|that) (?:report|result|bisect\w*|regression) (?:is|was) (?:a |just |simply )?"
-                     r"(?:a )?(?:noise|bogus|false|wrong|invalid)\b|\bfalse (?:alarm|positive)s?\b|"
-                     r"\bnot a (?:real |kernel )?regression\b", own, I):
+        claims = len(mt.finditer(_CLAIMS))
+        other = len(mt.finditer(P.REGRESSION_OTHER_SENSE))
+        if own_search(_RETRACT):
             add(-4.0, "the message retracts the report (noise / false alarm)")
         if claims:
-            add(min(3.0, 1.5 * len(claims)), f"regression claims x{len(claims)}")
-        if re.search(r"\b(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)"
-                     r"\b[^.]{0,40}\b(?:regression|slowdown|drop|crash|failure|hang|breakage)", own, I):
+            add(min(3.0, 1.5 * claims), f"regression claims x{claims}")
+        if own_search(_PATCH_BLAMED):
             add(1.5, "the patch under review is blamed")
         if measure_pct is not None and measure_pct < 0 and not self.robot_subject:
             add(0.5, "measured drop")
         if other:
-            add(-1.0 * min(2, len(other)), "regression in another sense")
+            add(-1.0 * min(2, other), "regression in another sense")
         # patch / fix / improvement shape (author's own text)
-        if re.search(r"^(?:diff --git|--- a/|\+\+\+ b/|Index: )", own, re.M):
+        if own_search(_OWN_DIFF):
             add(-2.5, "own text carries a diff")
-        if re.search(r"^Signed-off-by:", own, re.M) and (is_patch or re.search(r"^---\s*$", own, re.M)):
+        if own_search(_OWN_SOB) and (is_patch or own_search(_OWN_DASHES)):
             add(-1.5, "signed-off patch")
-        if re.search(r"^Fixes:\s*[0-9a-f]{7,}", own, re.M):
+        if own_search(_OWN_FIXES):
             add(-2.5, "Fixes: tag in own text")
-        if P.FIX_PATCH_WORDS.search(own):
+        if own_search(P.FIX_PATCH_WORDS):
             add(-1.5, "fix wording")
-        if P.STABLE_REVIEW.search(own):
+        if own_search(P.STABLE_REVIEW):
             add(-4, "stable review")
-        imp = P.IMPROVE_WORDS.findall(own)
+        imp = P.IMPROVE_WORDS.findall(own) if P.may_match(P.IMPROVE_WORDS, own, own_low) else []
         if imp and not claims:
             add(-min(2.0, 0.75 * len(imp)), "improvement wording")
-        if re.search(r"\bno (?:new )?regressions?\b|\bwithout (?:any )?regressions?\b", own, I) and not claims:
+        if own_search(_NO_REGRESSIONS) and not claims:
             add(-2.0, "no regressions report")
         return s, why
 
 
+_CLAIMS = re.compile(r"\b(?:(?:found|see|seeing|saw|noticed|observed|report\w*|suffering from|hit|have|has|is)"
+                     r"\s+(?:a |an |the |this |some |what looks to be a |significant |measurable |"
+                     r"performance |big |huge |serious |\w+ )?regression|regression (?:in|from|since|on|with|"
+                     r"introduced|caused|is|was|starting)|(?:performance|perf|throughput|write|read|boot)\s+"
+                     r"(?:drop|loss|decrease|degradation|regression)|\d+(?:\.\d+)?\s?%\s+(?:\w+\s+){0,2}"
+                     r"(?:regression|drop|decrease|slower|degradation)|(?:\w+ )?\d\.\d+[\w.-]* regression|"
+                     r"(?:this|that|it) (?:is|was) a regression|"
+                     r"(?:no longer|doesn't|does not|fails to|failed to) (?:boot|work|build|compile|resume)|"
+                     r"slower (?:than|with|on|since|after)|twice as long|(?:boot|build|compile) (?:failure|"
+                     r"problem|error|regression)s?|caused (?:this|the|a) regression|"
+                     r"(?:extremely|very|much|really) slow|slow(?:er)? compared|"
+                     r"(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)"
+                     r"\b[^.]{0,40}\b(?:regression|slowdown|drop|crash|failure|hang|breakage)|"
+                     r"(?:speed|performance|throughput|bandwidth|latency|I/O|io)\s+regressions?|"
+                     r"(?:bad|poor|terrible|degraded)\s+(?:I/O\s+|io\s+|disk\s+|network\s+|write\s+|read\s+)?performance|"
+                     r"drop(?:ped|s)?\s+(?:\w+\s+){0,3}from\s+(?:~|about\s+)?\d|"
+                     r"(?:took|takes|taking)\s+(?:\w+\s+){0,2}(?:times\s+)?longer|"
+                     r"(?:unable|fails?|failed) to boot|(?:silently )?fails? (?:on|at|during) boot|"
+                     r"(?:git[- ])?bisect\w*\s+(?:led|leads|pointed|points)\s+(?:me\s+|us\s+)?to|"
+                     r"regress(?:es|ed)?\s+(?:consistently|badly|by\s+~?\d)|"
+                     # a commit / patch / change "that introduces" or "caused" a named failure
+                     r"(?:commit|patch|change)\s+(?:that|which)\s+(?:first\s+)?(?:introduc\w+|caus\w+|"
+                     r"trigger\w+|brought)\s+(?:the\s+|these\s+|this\s+|a\s+)?(?:\w+\s+)?(?:lock-?ups?|"
+                     r"hangs?|crash\w*|regression|slowdown|breakage|boot failures?|panics?|oops\w*))\b",
+                     I)
+_BISECT = re.compile(r"\bbisect", I)
+_SUBJ_PERF = re.compile(r"\b(?:slow\w*|performance (?:loss|drop|problem|issue|decrease)s?|"
+                        r"scalability (?:issue|problem)s?|takes \w+ as long|twice as (?:long|slow))\b", I)
+_RETRACT = re.compile(r"\b(?:this|the|that) (?:report|result|bisect\w*|regression) (?:is|was) (?:a |just |simply )?"
+                      r"(?:a )?(?:noise|bogus|false|wrong|invalid)\b|\bfalse (?:alarm|positive)s?\b|"
+                      r"\bnot a (?:real |kernel )?regression\b", I)
+_PATCH_BLAMED = re.compile(r"\b(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)"
+                           r"\b[^.]{0,40}\b(?:regression|slowdown|drop|crash|failure|hang|breakage)", I)
+_OWN_DIFF = re.compile(r"^(?:diff --git|--- a/|\+\+\+ b/|Index: )", re.M)
+_OWN_SOB = re.compile(r"^Signed-off-by:", re.M)
+_OWN_DASHES = re.compile(r"^---\s*$", re.M)
+_OWN_FIXES = re.compile(r"^Fixes:\s*[0-9a-f]{7,}", re.M)
+_NO_REGRESSIONS = re.compile(r"\bno (?:new )?regressions?\b|\bwithout (?:any )?regressions?\b", I)
+
+
+def own_text(mt: MailText) -> str:
+    """The author's own text (depth-0 units joined by newlines), built once per message."""
+    r = mt.memo.get("own")
+    if r is None:
+        r = mt.memo["own"] = "\n".join(u.text for u in mt.units if u.depth == 0)
+    return r
+
+
+_REGZBOT_RANGE = re.compile(r"#?regzbot\s+\^?introduced:?\s+(\S+?)\.\.\.?(\S+)", I)
+_LOG_LINE = re.compile(r"\s*(?:\[\s*\d+\.\d+\]|#|git |CPU:|Hardware name)")
+_RANGE_SEP = re.compile(r"\s*(?:\.\.\.?|->|-->|→|=>|to|and|until|till|-)\s*")
+_BETWEEN_FROM = re.compile(r"\b(between|from)\s+(?:the\s+)?(?:kernels?\s+)?$", I)
+_ARROW = re.compile(r"\.\.|->|→|=>")
+_WENT_AWAY = re.compile(r"[^.]{0,20}\b(?:where|when)\b[^.]{0,20}(?:went away|disappear|was fine|worked|ok)", I)
+_AFTER_BEFORE = re.compile(r"\bafter\s+(?:v(?=\d))?(\S+?),?\s+(?:but\s+|and\s+)?before\s+(?:v(?=\d))?(\S+?)"
+                           r"[.,;:)]?(?:\s|$)", I)
+_MARKED_GOOD_BAD = re.compile(r"(?<![\w/])([0-9a-f]{7,40})\s*\((?:[^()\n]{0,20},\s*)?(good|bad)\)")
+_PCT_HEADER = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\S+)\s+(%[-\w]*|[-\w]*%|%?\s?change|%?diff\w*)\s*$")
+_RULE_LINE = re.compile(r"[-=\s]+")
+_PCT_ROW = re.compile(r"^\s*\S+\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+([-+]?\d+(?:\.\d+)?)%?\s*$")
+_ROW_NUMS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.%])")
+_COMMIT_BLOCK = re.compile(r"^commit:\s*\n((?:[ \t]*[0-9a-f]{7,40}\b[^\n]*\n?){2,})", re.M)
+_BLOCK_IDS = re.compile(r"^[ \t]*([0-9a-f]{7,40})\b", re.M)
+_STATED_PCT = re.compile(r"(?P<hedge>more than|over|at least|up to|>|almost|nearly|about|around|roughly|approx\w*|~)?"
+                         r"\s*(?P<num>[-+]?\d+(?:\.\d+)?)\s?%\s+(?:\w+\s+){0,3}?(?P<w>regression|drop|decrease|"
+                         r"degradation|slowdown|loss|lower|slower|worse|reduction|less|performance (?:drop|loss|"
+                         r"decrease|regression))", I)
+_STATED_PCT_OF = re.compile(r"(?:regression|drop|decrease|degradation|slowdown|loss|reduction)\s+of\s+"
+                            r"(?P<hedge>more than|over|at least|up to|about|around|roughly|~)?\s*"
+                            r"(?P<num>[-+]?\d+(?:\.\d+)?)\s?%", I)
+_PCT_HEDGES = ("more than", "over", "at least", "up to", ">", "almost", "nearly", "about", "around", "roughly",
+               "approx", "~")
+_NUM_OR_SPACE = re.compile(r"[\s\d.+\-]")
+
+
+def _search_stated_pct(text: str, low: str):
+    """``_STATED_PCT.search(text)`` (``low`` = ``fold(text)``), trying only where a match can start.
+
+    A match holds exactly one "%" and, before it, ``hedge? \\s* number \\s?``.  So for the i-th "%"
+    a match ending there starts after the previous "%", either where a hedge word is written or
+    inside the run of spaces, digits, dots and signs right before the "%".  Those places are
+    tried in text order, "%" by "%", as ``search`` tries every place from the left."""
+    rx = _STATED_PCT
+    q = text.find("%")
+    if q < 0:
+        return None
+    hedges = sorted({i for h in _PCT_HEDGES for i in _all_find(low, h)})
+    hi = 0
+    prev = -1
+    num_or_space = _NUM_OR_SPACE.match
+    while q >= 0:
+        cands = set()
+        while hi < len(hedges) and hedges[hi] < q:
+            if hedges[hi] > prev:
+                cands.add(hedges[hi])
+            hi += 1
+        s0 = q
+        while s0 > prev + 1 and num_or_space(text, s0 - 1):
+            s0 -= 1
+        cands.update(range(s0, q))
+        for p in sorted(cands):
+            m = rx.match(text, p)
+            if m is not None:
+                return m
+        prev = q
+        q = text.find("%", q + 1)
+    return None
+
+
+def _all_find(t: str, s: str) -> list[int]:
+    out = []
+    i = t.find(s)
+    while i >= 0:
+        out.append(i)
+        i = t.find(s, i + 1)
+    return out
+
+
+_TIMES = re.compile(r"(?P<hedge>more than |over |almost |nearly |about |~)?\b(?P<n>twice|two times|2x|three times|"
+                    r"3x|\d+(?:\.\d+)? ?times|\d+(?:\.\d+)?x)\s+(?:as\s+)?(?P<w>long|slow(?:er)?|longer)", I)
+
+
 def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
+
+
+# cue patterns with a \b(?=\w) check in front (patterns.word_led: same matches, faster scans)
+KERNEL_CTX = P.word_led(KERNEL_CTX)
+FIX_AFTER = P.word_led(FIX_AFTER)
+GOOD_CUE = P.word_led(GOOD_CUE)
+GOOD_LEFT = P.word_led(GOOD_LEFT)
+BAD_CUE = P.word_led(BAD_CUE)
+BAD_LEFT = P.word_led(BAD_LEFT)
+STAT_KV = P.word_led(STAT_KV)
+_CLAIMS = P.word_led(_CLAIMS)
+_CFG_SUGGEST = P.word_led(_CFG_SUGGEST)

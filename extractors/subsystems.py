@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from . import patterns as P
 from .patterns import FILESYSTEMS
 
 ARCHES = {"x86": "x86", "arm64": "arm64", "arm": "arm", "powerpc": "powerpc", "ppc": "powerpc",
@@ -213,6 +214,7 @@ def from_prefix(title: str | None) -> str | None:
     return None
 
 
+_ARCH_PATH = re.compile(r"\b(arch/[a-z0-9]+)/")
 _TOP_DIRS = ("mm", "block", "net", "lib", "io_uring", "sound", "crypto", "security", "ipc", "init", "virt")
 PATH_RE = re.compile(r"(?<![\w./-])((?:arch|drivers|fs|kernel|mm|net|block|lib|io_uring|sound|crypto|security|ipc|"
                      r"virt|init)/[\w.+-]+(?:/[\w.+-]+)*/?)")
@@ -296,7 +298,7 @@ def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesys
     s = from_prefix(_subject_title(subject))
     if s:
         return s
-    m = re.search(r"\b(arch/[a-z0-9]+)/", clean)
+    m = _ARCH_PATH.search(clean) if "arch/" in clean else None
     if m and not re.search(r"\.[ch]:\d+", clean[m.start():m.start() + 120].split("\n")[0]):
         return m.group(1)
     # source paths named in the text (not in stack traces / diffstats): one area named twice
@@ -322,12 +324,21 @@ def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesys
         s = PREFIX.get(w) or FS_PREFIX.get(w)
         if s:
             return s
+    head = clean[:8000]
+    head_low = P.fold(head)
+    counts: dict = {}
+
+    def count(rx: re.Pattern) -> int:  # len(rx.findall(head)), found once
+        n = counts.get(rx)
+        if n is None:
+            n = counts[rx] = len(rx.findall(head)) if P.may_match(rx, head, head_low) else 0
+        return n
     for rx, name in KEYWORDS:
-        if rx.search(subject) or len(rx.findall(clean[:8000])) >= 3:
+        if rx.search(subject) or count(rx) >= 3:
             return name
     if filesystem and kind == "performance":
         return "fs"
     for rx, name in KEYWORDS:
-        if len(rx.findall(clean[:8000])) >= 2:
+        if count(rx) >= 2:
             return name
     return None
