@@ -16,7 +16,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from .patterns import WORD_GUARDS, find_all, fold, search
+from .patterns import WORD_GUARDS, find_all, fold, match_at, search
 
 QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
 FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
@@ -108,17 +108,7 @@ class MailText:
             while i >= 0:
                 starts.add(i)
                 i = low.find(w, i + 1)
-        out = []
-        end = 0
-        match = rx.match
-        for p in sorted(starts):
-            if p < end:
-                continue
-            m = match(clean, p)
-            if m is not None:
-                out.append(m)
-                end = m.end()
-        return out
+        return match_at(rx, clean, starts)
 
     def search(self, rx: re.Pattern):
         """``rx.search(self.clean)`` (the first match of ``finditer``)."""

@@ -583,6 +583,12 @@ def scan_at(rx: re.Pattern, text: str, low: str, prefixes) -> list:
         while i >= 0:
             starts.add(i)
             i = find(s, i + 1)
+    return match_at(rx, text, starts)
+
+
+def match_at(rx: re.Pattern, text: str, starts) -> list:
+    """``rx.match`` tried at the given start positions in text order, resuming after each
+    match, as ``finditer`` does."""
     out = []
     end = 0
     match = rx.match
