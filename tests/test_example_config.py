@@ -252,7 +252,8 @@ def read_keys(monkeypatch, cli) -> set[tuple[str, str]]:
     keys = {k for k in log if k[1] not in FORBIDDEN}
     # the recording saw what the settings dataclasses hold (else a loader was not exercised)
     seen = lambda table: {k for t, k in keys if t == table}  # noqa: E731
-    assert {f.name for f in dataclasses.fields(MailSettings)} - {"from_name", "from_addr", "base_url"} <= seen("mail")
+    assert {f.name for f in dataclasses.fields(MailSettings)} - {"from_name", "from_addr", "base_url",
+                                                                "placeholder_from"} <= seen("mail")  # derived
     assert {f.name for f in dataclasses.fields(notify_settings.ChatSettings)} <= seen("chat")
     assert {f.name for f in dataclasses.fields(notify_settings.NotifySettings)} \
         - {"irc", "matrix", "routes", "chat", "base_url", "_targets"} <= seen("notify")
