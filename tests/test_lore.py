@@ -284,6 +284,63 @@ def test_conditional_requests_and_raw_fallback(env):
         stub.close()
 
 
+def test_thread_mbox_bomb_is_cut_and_the_message_comes_from_raw(env):
+    """A t.mbox.gz that expands beyond [ingest] max_compression_ratio is never expanded whole:
+    the thread download stops there and the message itself is fetched from /raw."""
+    run, store = env
+    report = (THREADS / "01-report.eml").read_bytes()
+    bomb = gzip.compress(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + report + b"\n" + b"\0" * (64 << 20))
+    assert len(bomb) < 200_000
+    stub = StubServer("routes")
+    base = stub.base
+    stub.routes.update({
+        "/list/new.atom": (200, {"Content-Type": "application/atom+xml"},
+                           _atom(base, [("report-1@example.com", "2024-01-01T10:00:00Z")])),
+        "/list/report-1%40example.com/t.mbox.gz": (200, {"Content-Type": "application/gzip"}, bomb),
+        "/list/report-1%40example.com/raw": (200, {}, b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + report + b"\n"),
+    })
+    try:
+        run("subscribe", base, "--json")
+        out = run("poll", "--json", "--details")
+        assert out["errors"] == [] and out["new_messages"] == 1
+        assert store.get_message("report-1@example.com")["raw"] == report
+        paths = [p for p, _ in stub.hits]
+        assert paths.count("/list/report-1%40example.com/t.mbox.gz") == 1  # a limit is not retried
+        assert paths.count("/list/report-1%40example.com/raw") == 1
+    finally:
+        stub.close()
+
+
+def test_bounded_thread_reads_several_gzip_members_and_rejects_a_truncated_one():
+    import zlib
+
+    from bot.sources.lore import LoreClient, LoreSettings, SourceError
+
+    class Resp:
+        def __init__(self, data):
+            self.status_code, self.data = 200, data
+
+        def iter_content(self, n):
+            return (self.data[i:i + n] for i in range(0, len(self.data), n))
+
+        def close(self):
+            pass
+
+    client = LoreClient("http://127.0.0.1:9/list/", LoreSettings())
+    try:
+        two = gzip.compress(b"From a\nx\n") + gzip.compress(b"From b\ny\n")
+        client.node.request = lambda *a, **k: Resp(two)
+        assert client._bounded_thread("u") == b"From a\nx\nFrom b\ny\n"
+        client.node.request = lambda *a, **k: Resp(gzip.compress(b"From a\n" * 1000)[:-12])
+        with pytest.raises(SourceError, match="ends inside a member"):
+            client._bounded_thread("u")
+        client.node.request = lambda *a, **k: Resp(b"not gzip at all")
+        with pytest.raises(zlib.error):
+            client._bounded_thread("u")
+    finally:
+        client.close()
+
+
 def _generated(n: int) -> list[bytes]:
     import importlib.util
     from pathlib import Path

@@ -205,13 +205,53 @@ class LoreClient:
 
         return self._retry(url, once)
 
+    def _bounded_thread(self, url: str) -> bytes:
+        """GET a thread's ``t.mbox.gz`` through liblore's session and decompress it as it
+        streams in, within the ``[ingest]`` limits: at most ``max_file_bytes`` downloaded,
+        ``max_decompressed_bytes`` expanded and ``max_compression_ratio`` times the download.
+        Over a limit, or on a 4xx, raises SourceError (the caller falls back to ``/raw``)."""
+        lim = self.settings.limits
+        resp = self.node.request("GET", url, stream=True)
+        try:
+            if resp.status_code >= 500 or resp.status_code == 429:
+                resp.raise_for_status()  # retried by _retry
+            if resp.status_code != 200:
+                raise SourceError(f"HTTP {resp.status_code} for {url}", status=resp.status_code)
+            out = bytearray()
+            read = 0
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            in_member = False
+            for chunk in resp.iter_content(1 << 16):
+                read += len(chunk)
+                if read > lim.max_file_bytes:
+                    raise SourceError(f"{url}: larger than [ingest] max_file_bytes ({lim.max_file_bytes})")
+                while chunk:
+                    in_member = True
+                    cap = min(lim.max_decompressed_bytes, lim.max_compression_ratio * max(read, 1 << 16))
+                    out += d.decompress(chunk, max(1, cap - len(out) + 1))
+                    if len(out) > cap:
+                        raise SourceError(f"{url}: expands beyond the [ingest] limits "
+                                          "(max_decompressed_bytes / max_compression_ratio)")
+                    chunk = d.unconsumed_tail
+                    if d.eof:  # another gzip member may follow
+                        chunk = d.unused_data + chunk
+                        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                        in_member = False
+                        if not chunk.strip(b"\0"):
+                            break
+            if in_member:
+                raise SourceError(f"corrupt gzip from {url}: the stream ends inside a member")
+            return bytes(out)
+        finally:
+            resp.close()
+
     def thread_mbox(self, msgid: str) -> list[bytes]:
         """The whole thread of ``msgid`` (t.mbox.gz), or the single /raw message when the
         thread cannot be had.  Raises SourceError."""
         quoted = urllib.parse.quote_plus(msgid)
         try:
-            data = self._retry(f"{self.base}{quoted}/t.mbox.gz",
-                               lambda: self.node.get_mbox_by_msgid(msgid, nocache=True))
+            url = f"{self.base}{quoted}/t.mbox.gz"
+            data = self._retry(url, lambda: self._bounded_thread(url))
             msgs = split_mboxrd(data)
             if msgs:
                 return msgs
