@@ -294,9 +294,20 @@ def click_and_wait(driver, css: str) -> None:
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
+    from selenium.common.exceptions import WebDriverException
+
     old = driver.find_element(By.TAG_NAME, "html")
     driver.find_element(By.CSS_SELECTOR, css).click()
-    WebDriverWait(driver, 10).until(EC.staleness_of(old))
+    stale = EC.staleness_of(old)
+
+    def replaced(d) -> bool:
+        try:
+            return stale(d)
+        except WebDriverException as exc:  # chromium's other word for a stale node
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+    WebDriverWait(driver, 10).until(replaced)
 
 
 # -- browser tests --------------------------------------------------------------------------------------
