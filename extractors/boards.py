@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from .patterns import fold, may_match
+
 # (pattern, arch); first match in the text wins, most specific patterns first
 TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
     # NXP / Freescale i.MX: 1/2x/3x/5x/6/7 are 32-bit ARM, 8/9/91/93/95 are arm64
@@ -74,17 +76,19 @@ TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
 def arch_from_hardware(clean: str, subject: str | None, cpu: str | None) -> tuple[str, tuple[int, int] | None] | None:
     """``(arch, clean span)`` from the first board / SoC / machine name with a known
     architecture: the CPU string first, then the subject, then the body.  None when no known
-    name appears."""
+    name appears.  (A pattern whose required words are absent is not run.)"""
     if cpu:
+        low = fold(cpu)
         for rx, arch in TABLE:
-            if rx.search(cpu):
+            if may_match(rx, cpu, low) and rx.search(cpu):
                 idx = clean.find(cpu)
-                if idx >= 0:
-                    return arch, (idx, idx + len(cpu))
-                return arch, None
+                return arch, ((idx, idx + len(cpu)) if idx >= 0 else None)
     for text, is_subject in ((subject or "", True), (clean[:20000], False)):
+        low = fold(text)
         best = None
         for rx, arch in TABLE:
+            if not may_match(rx, text, low):
+                continue
             m = rx.search(text)
             if m and (best is None or m.start() < best[1][0]):
                 best = (arch, (m.start(), m.end()))

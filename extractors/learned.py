@@ -402,7 +402,10 @@ CPU_CANDIDATES = [re.compile(p) for p in [
 def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
     found: dict[str, Candidate] = {}
     for subj, text in ((True, ex.subject or ""), (False, ex.clean[:20000])):
+        low = P.fold(text)
         for i, rx in enumerate(CPU_CANDIDATES):
+            if not P.may_match(rx, text, low):
+                continue
             for m in rx.finditer(text):
                 v = " ".join(m.group(1).split()).strip(" ,.;:()")
                 if len(v) < 2 or len(v) > 90:
