@@ -211,6 +211,23 @@ def _fresh(m) -> bool:
     return str(m.label.get("origin", "")).startswith("gathered")
 
 
+def _log_test_scoring(results: dict) -> None:
+    """Every scoring of the frozen test split is appended to bench/corpus/test-scorings.log
+    (when, which commit, the summary), so how often it was looked at can be checked."""
+    import datetime
+    import subprocess
+
+    try:
+        rev = subprocess.run(["git", "-C", str(CORPUS_ROOT), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        rev = "?"
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with open(CORPUS_ROOT / "test-scorings.log", "a", encoding="utf-8") as f:
+        for name, r in results.items():
+            f.write(f"{now} {rev} {name} {json.dumps(r['summary'], sort_keys=True)}\n")
+
+
 def print_table(title: str, out: dict) -> None:
     s = out["summary"]
     print(f"== {title}: {out['messages']} messages")
@@ -233,6 +250,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every mismatch")
     a = ap.parse_args(argv)
+    frozen = "test" in (a.split or []) or (a.corpus and (CORPUS_ROOT / "test").resolve() == Path(a.corpus).resolve())
+    if frozen and a.verbose:
+        ap.error("the test split is frozen: its mismatches are not listed (error analysis uses train and dev)")
     results: dict[str, dict] = {}
     t0 = time.perf_counter()
     if a.cv:
@@ -246,6 +266,8 @@ def main(argv=None) -> int:
                 msgs = [m for m in load_split(split) if not a.fresh or (m.label and _fresh(m))]
                 results[split + (" fresh" if a.fresh else "") + (" (rules only)" if a.rules_only else "")] = \
                     score(run(msgs))
+    if frozen:
+        _log_test_scoring(results)
     if a.json:
         for r in results.values():
             if not a.verbose:

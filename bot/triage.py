@@ -3,10 +3,12 @@ looked at, store each message's claim, and (re)merge the claim of every thread t
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from bot.mail import is_own_mail
@@ -87,6 +89,8 @@ def merge_thread(store: Store, root_id: str, trees=None) -> dict[str, Any] | Non
     return data
 
 
+log = logging.getLogger(__name__)
+
 # below this many messages a batch is extracted in-process (a worker pool costs ~1 s to start)
 PARALLEL_MIN = 64
 
@@ -125,7 +129,15 @@ class Extraction:
             # forkserver: safe in a process that already runs threads (the service)
             self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
         chunk = max(1, len(items) // (self.workers * 8))
-        return list(self._pool.map(_extract_one, items, chunksize=chunk))
+        try:
+            return list(self._pool.map(_extract_one, items, chunksize=chunk))
+        except BrokenProcessPool:
+            # a worker died (killed, out of memory): this batch in-process, one message at a
+            # time, and a fresh pool for the next
+            log.warning("an extraction worker died; extracting this batch in-process")
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+            return [_extract_one(i) for i in items]
 
     def close(self) -> None:
         if self._pool is not None:

@@ -25,8 +25,8 @@ _CUES = re.compile(
     r"\bhangs?\b|\bhung\b|\boops\b|panic|BUG:|WARNING:|introduced by|caused by|\brevert|twice as long|"
     r"% (?:drop|decrease|loss)|unbootable|no longer|stopped working|(?:does|did)n'?t (?:compile|build)|"
     r"not (?:compile|build)|build (?:error|failure)|\berror:|\block-?ups?\b|\block(?:s|ed)? up\b|\bfreez(?:e|es|ing)\b", re.I)
-# words of a problem report without the usual regression vocabulary ("data=ordered causes the
-# problem", "grating on my rebuild times", "caused below changes"): enough to be looked at
+# weaker words of a problem report (a cause, a problem, what works and what not, an upgrade):
+# enough to be looked at by the trained classifier, which decides
 _WEAK_CUES = re.compile(
     r"\bproblem|\bissues?\b|\bcaus(?:e|es|ed|ing)\b|\bbug\b|\bwarn|\berror|\bcomplain|\bannoy|"
     r"\bworks?\b|\bworked\b|\bworking\b|\bok\b|\bupgrad|\btimes?\b|\blonger\b|\bchanges\b|"

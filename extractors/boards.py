@@ -37,7 +37,7 @@ TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
     (r"\bBCM(?:2835|2836|47\d\d|53\d\d)\w*|\bRaspberry\s*Pi\s*(?:[12]|Zero(?!\s*2))\b", "arm"),
     # Qualcomm
     (r"\b(?:SDM\d{3}|SM\d{4}|SC[78]\d{3}\w*|QCS\d{3,4}|MSM8916|MSM8992|MSM8994|MSM8996|MSM8998|"
-     r"APQ8016|APQ8096|IPQ(?:5018|6018|8074|9574)|X1E\d*|Snapdragon\s+(?:8\d\d|X))\b", "arm64"),
+     r"APQ8016|APQ8096|IPQ(?:5018|6018|8074|9574)|X1E\d*|Snapdragon\s+(?:8[1-9]\d|8cx\w*|X\w*))\b", "arm64"),
     (r"\b(?:MSM8660|MSM8960|MSM8974|APQ8064|APQ8084|IPQ(?:4019|806\d))\b", "arm"),
     # NVIDIA Tegra
     (r"\bTegra\s?(?:X1|X2|186|194|210|234)\b|\bJetson\s+(?:Nano|TX[12]|Xavier|Orin|AGX)\b", "arm64"),
@@ -53,17 +53,17 @@ TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
      r"\bCN9\d{3}\b|\bOcteon\s?(?:TX|10)\b|\bThunderX\d?\b|\bKunpeng\s?\d*\b|\bAmpere\s+(?:Altra|One|eMAG)\w*|"
      r"\bGraviton\s?\d?\b|\bNeoverse[- ]\w+|\bApple\s+M[1-4]\b|\bCortex-A(?:3[45]|5[357]|6[05]|7[2-8]|7[1-9]\w*|510|520|7\d\d|X\d)\b", "arm64"),
     (r"\bZynq(?:-7000)?\b|\bCyclone\s?V\b|\bArria\s?(?:V|10)\b|\bArmada\s?(?:370|375|38\d|39\d|XP)\b|\bKirkwood\b|"
-     r"\bDove\b|\bOrion5x\b|\bSTM32MP1\w*|\bCortex-A(?:5|7|8|9|12|15|17)\b|\bARM926\w*|\bARM11\w*|\bXScale\b|\bStrongARM\b", "arm"),
+     r"\bOrion5x\b|\bSTM32MP1\w*|\bCortex-A(?:5|7|8|9|12|15|17)\b|\bARM926\w*|\bARM11\w*|\bXScale\b|\bStrongARM\b", "arm"),
     # RISC-V
     (r"\b(?:JH71[01]0|VisionFive\s?2?|HiFive\s?\w+|SiFive\s?\w+|StarFive\w*|Allwinner\s+D1|C906|C910|SG20\d\d|"
      r"Milk-V\s?\w+|K230|TH1520|SpacemiT\w*)\b", "riscv"),
     # PowerPC machines and cores
     (r"\b(?:PowerBook|iBook|PowerMac|Power\s?Mac|eMac|Mac\s?mini\s?G4|Xserve\s?G[45]|Pegasos\w*|AmigaOne|"
      r"MPC\d{3,4}\w*|PPC\d{3,4}\w*|e500(?:mc|v2)?|e5500|e6500|QorIQ\s?P\d+|T[124]0[248]0|(?-i:POWER)\s?(?:[4-9]|10|11)\b|"
-     r"pSeries|PowerNV|Cell\s+B\.?E|PS3)\b", "powerpc"),
+     r"pSeries|PowerNV|Cell\s+B\.?E)\b", "powerpc"),
     # MIPS
     (r"\b(?:Octeon(?!\s?(?:TX|10))\w*|Loongson-?[23]\w*|MT7621\w*|MT7628\w*|AR71\d\d|AR9\d{3}|QCA9\d{3}|"
-     r"Ingenic\s?\w+|JZ47\d\d|BCM63\d\d|Lantiq\w*|Malta\b)\b", "mips"),
+     r"Ingenic\s?\w+|JZ47\d\d|BCM63\d\d|Lantiq\w*|MIPS\s+Malta)\b", "mips"),
     (r"\bLoongson-?3A[56]000\w*|\bLoongson\s+3A[56]000\b|\b3A[56]000\b", "loongarch"),
     # s390 / others
     (r"\b(?:z/?Architecture|IBM\s+z\d{2}|zSeries|z/VM|LinuxONE)\b", "s390"),

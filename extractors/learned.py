@@ -26,6 +26,7 @@ time, nothing downloaded.  Pure: no I/O beyond reading the shipped weights once.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from dataclasses import dataclass, field
@@ -108,6 +109,8 @@ class Model:
 @lru_cache(maxsize=1)
 def shipped_model() -> Model | None:
     if not MODEL_FILE.exists():
+        logging.getLogger(__name__).error("%s is missing: the extractor runs on its rule layer alone "
+                                          "(make model rebuilds it)", MODEL_FILE)
         return None
     return Model.from_dict(json.loads(MODEL_FILE.read_text(encoding="utf-8")))
 

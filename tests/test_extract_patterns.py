@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import extractors
 from extractors import Claim, extract, merge_thread, prefilter
 
@@ -277,6 +279,17 @@ def test_regression_tooling_discussion_is_not_a_report():
             "life cycle: it is detected, bisected, fixed. Feedback is welcome.\n")
     c = extract("Kernel regression tracking/reporting dashboard", body)
     assert not c.is_regression
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: the trained culprit ranker (bench/corpus/train) does not yet "
+                   "follow a later 'X is the real bad commit' verdict over the subject's bisect result")
+def test_later_verdict_moves_the_blame_end_to_end():
+    body = ("My router no longer boots with 5.3-rc2. git bisect pointed to commit 1a2b3c4d5e6f.\n"
+            "\n"
+            "Looking closer, the bisect step before it was wrong, so 9f8e7d6c5b4a is most likely the\n"
+            "real bad commit. Reverting it on top of 5.3-rc2 makes the board boot again.\n")
+    c = extract("Boot failure with 5.3-rc2 - bisected to commit 1a2b3c4d5e6f", body)
+    assert c.culprit_commit == "9f8e7d6c5b4a"
 
 
 def test_later_verdict_moves_the_blame_to_another_commit():

@@ -291,6 +291,7 @@ def test_thread_mbox_bomb_is_cut_and_the_message_comes_from_raw(env):
     report = (THREADS / "01-report.eml").read_bytes()
     bomb = gzip.compress(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + report + b"\n" + b"\0" * (64 << 20))
     assert len(bomb) < 200_000
+    # (16 MiB pass freely, then the ratio limit applies: 64 MiB of NULs from <200 KB is cut)
     stub = StubServer("routes")
     base = stub.base
     stub.routes.update({
@@ -330,13 +331,16 @@ def test_bounded_thread_reads_several_gzip_members_and_rejects_a_truncated_one()
     try:
         two = gzip.compress(b"From a\nx\n") + gzip.compress(b"From b\ny\n")
         client.node.request = lambda *a, **k: Resp(two)
-        assert client._bounded_thread("u") == b"From a\nx\nFrom b\ny\n"
+        assert client._bounded_get("u", gz=True) == b"From a\nx\nFrom b\ny\n"
+        padded = gzip.compress(b"From a\nx\n") + b"\0" * 70000 + gzip.compress(b"From b\ny\n") + b"\0" * 10
+        client.node.request = lambda *a, **k: Resp(padded)  # NUL padding across chunk boundaries
+        assert client._bounded_get("u", gz=True) == b"From a\nx\nFrom b\ny\n"
         client.node.request = lambda *a, **k: Resp(gzip.compress(b"From a\n" * 1000)[:-12])
         with pytest.raises(SourceError, match="ends inside a member"):
-            client._bounded_thread("u")
+            client._bounded_get("u", gz=True)
         client.node.request = lambda *a, **k: Resp(b"not gzip at all")
         with pytest.raises(zlib.error):
-            client._bounded_thread("u")
+            client._bounded_get("u", gz=True)
     finally:
         client.close()
 

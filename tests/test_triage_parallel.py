@@ -57,3 +57,23 @@ def test_a_failing_message_does_not_stop_the_pool(monkeypatch):
     recs = triage.Extraction(workers=1).run(items)
     assert len(recs) == 10 and "extractor failed: RuntimeError" in recs[3]["claim"]["error"]
     assert all("error" not in (r["claim"] or {}) for i, r in enumerate(recs) if i != 3)
+
+
+class _DyingPool:
+    """A pool whose worker dies (as one killed by the OOM killer would)."""
+
+    def map(self, *a, **k):
+        from concurrent.futures.process import BrokenProcessPool
+        raise BrokenProcessPool("a child process terminated abruptly")
+
+    def shutdown(self, *a, **k):
+        pass
+
+
+def test_a_dead_worker_costs_no_message():
+    items = [(f"m{i}@x", "regression in 6.1", "it broke since 6.1, 6.0 works") for i in range(triage.PARALLEL_MIN)]
+    ex = triage.Extraction(workers=2)
+    ex._pool = _DyingPool()
+    recs = ex.run(items)
+    assert len(recs) == len(items) and all(r["is_regression"] for r in recs)
+    assert ex._pool is None  # a fresh pool next time

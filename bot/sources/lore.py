@@ -58,6 +58,11 @@ SEARCH_PAGE = 200  # public-inbox's Atom search page size
 SEEN_WINDOW = 5000
 
 
+# a thread may hold this many messages of the [ingest] max_message_bytes size at most
+THREAD_MESSAGES = 8
+RATIO_FLOOR = 16 * 1024 * 1024  # as for files: the compression ratio applies beyond this
+
+
 class SourceError(Exception):
     """A source could not be read; ``str()`` is a one-line reason."""
 
@@ -205,12 +210,17 @@ class LoreClient:
 
         return self._retry(url, once)
 
-    def _bounded_thread(self, url: str) -> bytes:
-        """GET a thread's ``t.mbox.gz`` through liblore's session and decompress it as it
-        streams in, within the ``[ingest]`` limits: at most ``max_file_bytes`` downloaded,
-        ``max_decompressed_bytes`` expanded and ``max_compression_ratio`` times the download.
-        Over a limit, or on a 4xx, raises SourceError (the caller falls back to ``/raw``)."""
+    def _bounded_get(self, url: str, *, gz: bool) -> bytes:
+        """GET ``url`` through liblore's session, streaming, within the ``[ingest]`` limits.
+
+        ``gz``: the body is a ``t.mbox.gz`` thread, decompressed as it streams in; the thread
+        may expand to at most THREAD_MESSAGES x ``max_message_bytes`` (and
+        ``max_decompressed_bytes``), and beyond 16 MiB to at most ``max_compression_ratio``
+        times what was downloaded.  Otherwise (``/raw``) at most ``max_message_bytes`` are read.
+        Over a limit, or on a 4xx, raises SourceError (a thread then falls back to ``/raw``)."""
         lim = self.settings.limits
+        cap_total = (min(lim.max_decompressed_bytes, THREAD_MESSAGES * lim.max_message_bytes) if gz
+                     else lim.max_message_bytes)
         resp = self.node.request("GET", url, stream=True)
         try:
             if resp.status_code >= 500 or resp.status_code == 429:
@@ -223,22 +233,29 @@ class LoreClient:
             in_member = False
             for chunk in resp.iter_content(1 << 16):
                 read += len(chunk)
+                if not gz:
+                    out += chunk
+                    if len(out) > cap_total:
+                        raise SourceError(f"{url}: larger than [ingest] max_message_bytes ({cap_total})")
+                    continue
                 if read > lim.max_file_bytes:
                     raise SourceError(f"{url}: larger than [ingest] max_file_bytes ({lim.max_file_bytes})")
                 while chunk:
+                    if not in_member:
+                        chunk = chunk.lstrip(b"\0")  # padding between or after gzip members
+                        if not chunk:
+                            break
                     in_member = True
-                    cap = min(lim.max_decompressed_bytes, lim.max_compression_ratio * max(read, 1 << 16))
+                    cap = min(cap_total, max(RATIO_FLOOR, lim.max_compression_ratio * read))
                     out += d.decompress(chunk, max(1, cap - len(out) + 1))
                     if len(out) > cap:
-                        raise SourceError(f"{url}: expands beyond the [ingest] limits "
-                                          "(max_decompressed_bytes / max_compression_ratio)")
+                        raise SourceError(f"{url}: expands beyond the [ingest] limits (max_message_bytes per "
+                                          "thread message, max_decompressed_bytes, max_compression_ratio)")
                     chunk = d.unconsumed_tail
                     if d.eof:  # another gzip member may follow
                         chunk = d.unused_data + chunk
                         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
                         in_member = False
-                        if not chunk.strip(b"\0"):
-                            break
             if in_member:
                 raise SourceError(f"corrupt gzip from {url}: the stream ends inside a member")
             return bytes(out)
@@ -251,7 +268,7 @@ class LoreClient:
         quoted = urllib.parse.quote_plus(msgid)
         try:
             url = f"{self.base}{quoted}/t.mbox.gz"
-            data = self._retry(url, lambda: self._bounded_thread(url))
+            data = self._retry(url, lambda: self._bounded_get(url, gz=True))
             msgs = split_mboxrd(data)
             if msgs:
                 return msgs
@@ -261,8 +278,8 @@ class LoreClient:
                 raise
             first = exc
         try:
-            data = self._retry(f"{self.base}{quoted}/raw",
-                               lambda: self.node.get_message_by_msgid(msgid, nocache=True))
+            raw_url = f"{self.base}{quoted}/raw"
+            data = self._retry(raw_url, lambda: self._bounded_get(raw_url, gz=False))
         except SourceError as exc:
             raise SourceError(f"thread <{msgid}>: {first}; single message: {exc}",
                               unreachable=exc.unreachable, status=exc.status) from None
