@@ -44,7 +44,7 @@ STATUSES = ("reported", "triaged", "rerun-scheduled", "confirmed", "not-reproduc
 CLOSED = ("fixed", "resolved", "duplicate")
 OPEN = tuple(s for s in STATUSES if s not in CLOSED)
 RELATIONS = ("report", "reply", "link", "monitor", "duplicate")
-SOURCES = ("extractor", "regzbot", "kernel-tree", "user")
+SOURCES = ("extractor", "regzbot", "kernel-tree", "user", "lab")  # lab: a rerun's verdict
 CURSOR = "tracker"
 FIX_CURSOR = "tracker:fixes"
 CLAIM_MARGIN = timedelta(seconds=120)  # re-read claims this much older than the last run

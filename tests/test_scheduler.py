@@ -593,6 +593,7 @@ filesystems = ["ext4"]
 
     store = Store(load().db_url)
     r1, r2 = record(store), record(store)
+    r3 = record(store, good=None, bad=None)  # nothing to build: the plan is declined
     store.close()
     listed = json.loads(cli("lab", "list", "--json").output)
     assert listed[0]["name"] == "m1" and listed[0]["cpu"]["vendor"] == "intel" and listed[0]["busy_with"] is None
@@ -600,7 +601,12 @@ filesystems = ["ext4"]
     assert m["match"]["best"] == "m1" and m["plan_declined"] == []
     out = cli("lab", "match", str(r1)).output
     assert "m1: score 0, eligible" in out and "report names no CPU vendor" in out
-    assert "dd-seqwrite" in cli("lab", "plan", str(r1)).output
+    assert cli("lab", "match", str(r1)).exit_code == 0
+    plan = cli("lab", "plan", str(r1))
+    assert "dd-seqwrite" in plan.output and plan.exit_code == 0
+    declined = cli("lab", "plan", str(r3))
+    assert declined.exit_code == 1 and "DECLINED" in declined.output  # non-zero, with the reason
+    assert cli("lab", "plan", str(r3), "--json").exit_code == 1
     job = json.loads(cli("rerun", str(r1), "--json").output)
     assert job["state"] == "queued" and job["machine"] == "m1"
     assert "already has rerun job" in cli("rerun", str(r1)).output
@@ -616,6 +622,10 @@ filesystems = ["ext4"]
     assert "verdict:" in cli("jobs", "show", str(job["id"])).output
     e = json.loads(cli("show", str(r1), "--json").output)
     assert e["status"] == "confirmed" and e["reruns"][0]["id"] == job["id"]
+    # the verdict is the lab's, not a person's override
+    assert "status" not in (e.get("set_by") or {})
+    assert any(h["field"] == "status" and h["new"] == "confirmed" and h["source"] == "lab"
+               for h in e["history"])
     assert [j["state"] for j in json.loads(cli("jobs", "--all", "--json").output)] == ["cancelled", "done"]
     r = cli("rerun", "999")
     assert r.exit_code != 0 and "no regression record" in r.output

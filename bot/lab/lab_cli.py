@@ -7,6 +7,8 @@ commands.
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from bot.clitools import console as _console
@@ -167,10 +169,12 @@ def register(main: click.Group) -> None:
             m = match_record(get_record(obj.store, rid), obj.config, machine=machine).to_dict()
         if as_json:
             _dump({"record": rid, "match": m, "plan_declined": plan["declined"]})
-            return
-        _print_match(m)
-        for d in plan["declined"]:
-            click.echo(f"plan declined: {d}")
+        else:
+            _print_match(m)
+            for d in plan["declined"]:
+                click.echo(f"plan declined: {d}")
+        if not m.get("best"):
+            sys.exit(1)  # no machine fits: the reasons are above
 
     @lab_group.command("plan")
     @click.argument("ident")
@@ -188,8 +192,10 @@ def register(main: click.Group) -> None:
             raise click.ClickException(str(exc)) from None
         if as_json:
             _dump(out)
-            return
-        _print_plan(rid, out)
+        else:
+            _print_plan(rid, out)
+        if out["plan"]["declined"]:
+            sys.exit(1)  # declined: the reasons are above
 
     @lab_group.command("power")
     @click.option("--cv", type=float, required=True, help="Coefficient of variation of one run, in %.")

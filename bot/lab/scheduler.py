@@ -202,7 +202,7 @@ def _restore_status(store, job: dict, note: str) -> None:
         return
     prev = (job.get("plan") or {}).get("previous_status") or "triaged"
     if rec["status"] == "rerun-scheduled" and prev != "rerun-scheduled":
-        set_status(store, rid, prev, ACTOR, note[:2000])
+        set_status(store, rid, prev, ACTOR, note[:2000], source="lab")
     else:
         _record_note(store, rid, job["state"] if job.get("state") in FINAL_STATES else "ended", note)
 
@@ -228,7 +228,7 @@ def _apply_verdict(store, job: dict) -> bool:
         from bot.tracker import set_status
 
         try:
-            set_status(store, rid, job["verdict"], ACTOR, verdict_note(job))
+            set_status(store, rid, job["verdict"], ACTOR, verdict_note(job), source="lab")
         except KeyError:  # the record is gone
             pass
     with store.engine.begin() as conn:
@@ -361,7 +361,7 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
                               "spec": spec.to_dict(), "max_attempts": plan.max_attempts,
                               "message": f"queued for {mach.name} (score {best.score})"},
                       f"queued for {mach.name} (score {best.score})")
-    set_status(store, rid, "rerun-scheduled", ACTOR, _scheduled_note(job, best.score))
+    set_status(store, rid, "rerun-scheduled", ACTOR, _scheduled_note(job, best.score), source="lab")
     return job
 
 
@@ -615,7 +615,7 @@ class Scheduler:
                 stats["unwaited"] += 1
                 job = get_job(self.store, job["id"])
                 set_status(self.store, job["regression_id"], "rerun-scheduled", ACTOR,
-                           _scheduled_note(job, m.best.score))
+                           _scheduled_note(job, m.best.score), source="lab")
 
     # -- claiming -------------------------------------------------------------------------------
     def _take_lease(self, conn, machine: str, job_id: int) -> bool:
