@@ -329,9 +329,6 @@ def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad
 
 def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
     out = []
-    mentions = {}
-    for m in ex.commits + ex.subject_commits:
-        mentions.setdefault(m.value, []).append(m)
     for g in groups:
         written = ex.culprit_written(g)
         c = Candidate(written, [], set(), g.hex)
@@ -363,12 +360,13 @@ def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
     return out
 
 
-def commit_range_candidates(ctx) -> list[Candidate]:
+def commit_range_candidates(ctx, commits: list[Candidate]) -> list[Candidate]:
     """Commit ids as candidates for the ends of a range ("good: <sha>", a robot report's parent
-    and commit, bisect start lines); the rule's culprit is marked, since a robot report names
+    and commit, bisect start lines), made from the culprit ranker's ``commits`` (same ids and
+    mentions, features of their own); the rule's culprit is marked, since a robot report names
     the culprit itself as the bad end."""
     out = []
-    for cc in commit_candidates(ctx.ex, ctx.groups, None):
+    for cc in commits:
         c = Candidate(cc.value, cc.spans, set(), cc.norm)
         g = next((g for g in ctx.groups if g.hex == cc.norm), None)
         if g is not None and g is ctx.rule_culprit:
@@ -507,7 +505,7 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     # good / bad
     vc = version_candidates(ex)
     # the ends of a range may also be commit ids ("good: <sha>", bisect start lines)
-    vc += commit_range_candidates(ctx)
+    vc += commit_range_candidates(ctx, cands)
     add_rule_versions(ex, vc, c)
     version_features(ex, vc, c.good, c.bad)
     g_best, b_best = choose_range(model.get("good"), model.get("bad"), vc)
@@ -548,7 +546,8 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     arch = normalise_value("arch", c.hardware.get("arch"))
     if arch is None:
         guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
-        if guess is not None and not any(rx.search(ex.clean) for rx, _ in P.ARCH_WORDS):
+        # (the rule stage scanned for these words already: mt.search reuses its scans)
+        if guess is not None and not any(ex.mt.search(rx) for rx, _ in P.ARCH_WORDS):
             arch, span = guess
             facts.append(_fact_span(ex, "arch", arch, span))
     g = model.get("gate_arch")
@@ -557,8 +556,6 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         facts = [f for f in facts if f.field != "arch"]
     out.hardware["arch"] = arch
     out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
-    if out.subsystem is None and c.subsystem is not None and model.get("gate_subsystem") is None:
-        out.subsystem = c.subsystem
     out.facts = facts
     return out
 
@@ -628,13 +625,10 @@ def _ordered(good: Candidate, bad: Candidate) -> bool:
         return True
 
 
-def _best(m: Linear | None, cands: list[Candidate], exclude: set[str] | None = None) -> Candidate | None:
+def _best(m: Linear | None, cands: list[Candidate]) -> Candidate | None:
     if m is None or not cands:
         return None
-    scored = [(m.prob(c.feats), i, c) for i, c in enumerate(cands) if not exclude or c.norm not in exclude]
-    if not scored:
-        return None
-    p, _, c = max(scored, key=lambda t: (t[0], -t[1]))
+    p, _, c = max(((m.prob(c.feats), i, c) for i, c in enumerate(cands)), key=lambda t: (t[0], -t[1]))
     return c if p >= m.threshold else None
 
 
@@ -684,7 +678,7 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
         hit = bool(gold_c) and (cc.norm.startswith(gold_c[:40]) or gold_c.startswith(cc.norm)) and len(gold_c) >= 6
         out["culprit"].append((cc.feats, int(hit)))
     vc = version_candidates(ex)
-    vc += commit_range_candidates(ctx)
+    vc += commit_range_candidates(ctx, cands)
     add_rule_versions(ex, vc, c)
     version_features(ex, vc, c.good, c.bad)
     for name in ("good", "bad"):
