@@ -565,13 +565,7 @@ def test_two_workers_never_take_the_same_job_sqlite(sqlite_url):
 def test_cli_rerun_work_jobs_cancel(cli, home, tmp_path):
     import json
 
-    from bot.cli import main
-
-    if "rerun" not in main.commands:
-        from bot.lab.lab_cli import register
-
-        register(main)
-    (tmp_path / "regtriage.toml").write_text("""
+    store = _lab_cli(cli, tmp_path, """
 [lab]
 runs = 5
 warmup = 0
@@ -588,10 +582,6 @@ memory = "8G"
 storage = ["ssd"]
 filesystems = ["ext4"]
 """)
-    from bot.config import load
-    from storage.store import Store
-
-    store = Store(load().db_url)
     r1, r2 = record(store), record(store)
     r3 = record(store, good=None, bad=None)  # nothing to build: the plan is declined
     store.close()
