@@ -108,10 +108,15 @@ def _extract_one(item: tuple[str, str | None, str]) -> dict[str, Any]:
     try:
         return claim_record(message_id, extractors.extract(subject, body))
     except Exception as exc:  # noqa: BLE001
-        return {"message_id": message_id, "is_regression": False, "confidence": 0.0,
-                "kind": None, "culprit": None,
-                "claim": {"error": f"extractor failed: {exc.__class__.__name__}: {exc}"[:500]},
-                "extractor_version": getattr(extractors, "__version__", "0")}
+        return no_claim_record(message_id, {"error": f"extractor failed: {exc.__class__.__name__}: {exc}"[:500]})
+
+
+def no_claim_record(message_id: str, why: dict[str, str]) -> dict[str, Any]:
+    """The claim record of a message the extractor did not judge (``why`` says so)."""
+    import extractors
+
+    return {"message_id": message_id, "is_regression": False, "confidence": 0.0, "kind": None,
+            "culprit": None, "claim": why, "extractor_version": getattr(extractors, "__version__", "0")}
 
 
 class Extraction:
@@ -148,8 +153,6 @@ class Extraction:
 def triage_pending(store: Store, *, batch: int = 500, trees=None, workers: int | None = None,
                    on_progress: Callable[[int], None] | None = None) -> dict[str, int]:
     """Extract every message without a claim; returns counts."""
-    import extractors
-
     done = found = 0
     roots: set[str] = set()
     extraction = Extraction(workers)
@@ -164,9 +167,7 @@ def triage_pending(store: Store, *, batch: int = 500, trees=None, workers: int |
             records = []
             for r in rows:
                 if r["message_id"] in own:
-                    records.append({"message_id": r["message_id"], "is_regression": False, "confidence": 0.0,
-                                    "kind": None, "culprit": None, "claim": {"skipped": "regtriage's own mail"},
-                                    "extractor_version": getattr(extractors, "__version__", "0")})
+                    records.append(no_claim_record(r["message_id"], {"skipped": "regtriage's own mail"}))
                 else:
                     records.append(next(extracted))
             store.save_claims(records)
