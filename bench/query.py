@@ -54,7 +54,7 @@ WORDS = ["page", "fault", "throughput", "latency", "zonelist", "allocation", "oo
 
 
 def make_rows(n: int, seed: int = 42):
-    from bot.tracker import search_text, version_key
+    from bot.tracker.records import search_text, version_key
 
     rnd = random.Random(seed)
     statuses = list(STATUS_WEIGHTS)
@@ -117,7 +117,7 @@ def fill(store, n: int) -> float:
 
 
 def measure(store, repeat: int) -> list[tuple[str, float, float, int]]:
-    from bot.query import parse_query, run_query
+    from bot.tracker.query import parse_query, run_query
 
     out = []
     for q in QUERIES:

@@ -23,7 +23,7 @@ INGEST_LOCK = "lock:ingest"  # the cursors row every ingest batch upserts first
 
 def _text(value: str | None) -> str | None:
     """Text that PostgreSQL and SQLite both take: NUL shown as U+2400, lone surrogates
-    replaced.  (bot.mail cleans what it parses and notes it; this is the last guard.)"""
+    replaced.  (bot.sources.mail cleans what it parses and notes it; this is the last guard.)"""
     if value is None:
         return None
     if "\x00" in value:

@@ -1,7 +1,7 @@
 """Tables of the regression tracker (SQLAlchemy Core), on the shared ``storage.schema.metadata``.
 
 Created by migration 0003 (storage/migrations/versions/0003_tracker.py); keep the two in step.
-Import this module (bot.tracker, bot.query do) before querying the tables.
+Import this module (bot.tracker.records, bot.tracker.query do) before querying the tables.
 
 * ``regressions``: one row per tracked regression (a report thread, or a report someone
   tagged with ``#regzbot introduced``).  ``overrides`` maps a field name to who set it by hand

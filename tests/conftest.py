@@ -86,7 +86,7 @@ def cli(home):
     """Run the click app in-process: cli("ingest", path, "--json") -> Result."""
     from click.testing import CliRunner
 
-    from bot.cli import main
+    from bot.cli.main import main
 
     runner = CliRunner()
 

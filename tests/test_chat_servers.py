@@ -36,10 +36,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from bot.cli import main
+from bot.cli.main import main
 
-if "notify" not in main.commands:  # until bot/cli.py wires it in
-    from bot.notify.notify_cli import register
+if "notify" not in main.commands:  # until bot/cli/main.py wires it in
+    from bot.cli.notify import register
 
     register(main)
 
@@ -474,9 +474,9 @@ Since v6.8 will-it-scale page_fault2 throughput dropped by 9% on a Xeon box. v6.
 
 
 def build(store, *raws) -> None:
-    from bot.ingest import Ingester
-    from bot.tracker import update_tracker
-    from bot.triage import triage_pending
+    from bot.sources.ingest import Ingester
+    from bot.tracker.records import update_tracker
+    from bot.triage.runner import triage_pending
 
     ing = Ingester(store, workers=1)
     for raw in raws:
@@ -658,7 +658,7 @@ class BotThread:
     """The notification service (adapters listening for chat) in its own event loop thread."""
 
     def __init__(self, store, settings) -> None:
-        from bot.notify.service import NotifyService
+        from bot.service.notify import NotifyService
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -714,7 +714,7 @@ async def matrix_say_and_wait(synapse, user: str, pw: str, alias: str, text: str
 
 
 def test_chat_queries_and_allow_list(records, ircd, synapse, settings_for):
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     store, ids = records
     s = settings_for(admins=["boss!*@*", "@boss:localhost"])

@@ -36,14 +36,14 @@ from bot.lab.backends.ssh import SSH_KEYS, SshBackend
 from bot.lab.inventory import lab_section, load_machines, make_backend
 from bot.lab.matching import Requirements, match
 from bot.lab.recipes import Limits
-from bot.limits import IngestLimits
+from bot.sources.limits import IngestLimits
 from bot.notify import settings as notify_settings
-from bot.reply import MailSettings
-from bot.service import Service
-from bot.service_hooks import reply_policy
+from bot.reply.replies import MailSettings
+from bot.service.run import Service
+from bot.service.hooks import reply_policy
 from bot.sources.lore import LoreSettings
-from bot.triage import open_trees
-from bot.trust import TrustSettings
+from bot.triage.runner import open_trees
+from bot.tracker.trust import TrustSettings
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "deploy" / "regtriage.toml"
@@ -167,7 +167,7 @@ def commented_options(text: str):
 @pytest.fixture
 def no_trees(monkeypatch):
     """open_trees() builds TreeSpecs from [kernel] repos without opening git repositories."""
-    import bot.kernel_tree as kt
+    import bot.tracker.kernel_tree as kt
 
     class Spy(kt.KernelTrees):
         def __init__(self, specs, **kw):
@@ -262,7 +262,7 @@ def read_keys(monkeypatch, cli) -> set[tuple[str, str]]:
     assert {f.name for f in dataclasses.fields(IngestLimits)} <= seen("ingest")
     assert {"base_url"} <= seen("web") and {"db"} <= seen("storage") and {"repos"} <= seen("kernel")
     # 2. declarative lists of the lab
-    from bot.kernel_tree import TreeSpec
+    from bot.tracker.kernel_tree import TreeSpec
 
     fields = lambda cls: {f.name for f in dataclasses.fields(cls)}  # noqa: E731
     backends = {m.name for m in pkgutil.iter_modules(__import__("bot.lab.backends", fromlist=["x"]).__path__)}
@@ -294,7 +294,7 @@ def _run_service(monkeypatch, cli) -> Service:
         return 0
 
     monkeypatch.setattr(Service, "run", no_loop)
-    monkeypatch.setattr("bot.service.setup_logging", lambda *a: logging_args.append(a))
+    monkeypatch.setattr("bot.service.run.setup_logging", lambda *a: logging_args.append(a))
     result = cli("--config", EXAMPLE, "run", "--no-web")
     assert result.exit_code == 0, result.output
     assert logging_args == [(False, "INFO")]

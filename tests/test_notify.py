@@ -292,9 +292,9 @@ Since v6.9, fsync() on ext4 returns EIO after a remount,ro cycle. v6.8 is fine.
 
 
 def build(store, *raws):
-    from bot.ingest import Ingester
-    from bot.tracker import update_tracker
-    from bot.triage import triage_pending
+    from bot.sources.ingest import Ingester
+    from bot.tracker.records import update_tracker
+    from bot.triage.runner import triage_pending
 
     ing = Ingester(store, workers=1)
     for raw in raws:
@@ -333,7 +333,7 @@ def incoming(text, *, network="irc", sender="joe", sender_id="joe!~joe@host.exam
 
 def test_chat_responder_answers_and_refuses(store):
     from bot.notify.responder import ChatResponder
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     build(store, MM, FS)
     mm, fs = rid_of(store, "n-mm@example.org"), rid_of(store, "n-fs@example.org")
@@ -554,7 +554,7 @@ def test_outbox_lease_keeps_two_deliverers_apart(store):
 
 def test_scan_tracker_turns_status_changes_into_events(store):
     from bot.notify.outbox import scan_tracker
-    from bot.tracker import set_status
+    from bot.tracker.records import set_status
 
     build(store, MM)
     mm = rid_of(store, "n-mm@example.org")

@@ -15,9 +15,9 @@ import storage.tracker_schema as ts
 from bot.config import Config
 from bot.notify.outbox import list_notifications, scan_tracker
 from bot.notify.settings import load_settings
-from bot.service import Service
-from bot.service_hooks import install_hooks
-from bot.tracker import set_status
+from bot.service.run import Service
+from bot.service.hooks import install_hooks
+from bot.tracker.records import set_status
 from tests.test_notify import MM, build, rid_of
 
 NOTIFY = {"web": {"base_url": "https://rt.example"},

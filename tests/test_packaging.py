@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK = r"""
 import sys
 from pathlib import Path
-import bot, bot.reply as reply, bot.tracker_entry as te, bot.web as web
+import bot, bot.reply.replies as reply, bot.tracker.entry as te, bot.web.app as web
 prefix = Path(sys.argv[1]).resolve()
 assert Path(bot.__file__).resolve().is_relative_to(prefix), bot.__file__
 assert te.TEMPLATES.resolve().is_relative_to(prefix), te.TEMPLATES
@@ -55,7 +55,7 @@ def test_wheel_install_finds_its_templates(tmp_path):
                 target = site / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(zf.read(name))
-    assert (site / "bot" / "tracker_entry.py").is_file()
+    assert (site / "bot" / "tracker" / "entry.py").is_file()
     # run from elsewhere, the installed copy first on the path (the checkout is not importable)
     env = dict(os.environ, PYTHONPATH=str(site))
     out = subprocess.run([sys.executable, "-c", CHECK, str(prefix)], cwd=tmp_path, env=env,

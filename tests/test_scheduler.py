@@ -16,7 +16,7 @@ import storage.lab_schema as ls
 from bot.lab.backends import DONE, FAILED, RUNNING, Backend, LabError, RunSpec, Samples, Status
 from bot.lab.inventory import register_backend, unregister_backend
 from bot.lab.scheduler import Scheduler, busy_machines, cancel_job, get_job, list_jobs, schedule_rerun
-from bot.tracker import get_record
+from bot.tracker.records import get_record
 from tests.test_lab_matching import make_record
 
 
@@ -145,7 +145,7 @@ def history_notes(store, rid, field="status"):
 # ---------------------------------------------------------------------------------- tests
 def test_verdict_on_the_record_and_in_the_entry(store):
     from bot.lab.reruns import reruns_for
-    from bot.tracker_entry import entry
+    from bot.tracker.entry import entry
 
     c = lab_config()
     rid = record(store, change_percent=-20.0)
@@ -366,7 +366,7 @@ def test_inconclusive_result_is_extended_up_to_the_cap(store):
     assert "the maximum" in job["result"]["reasons"][0]
     assert len(LAB.submits) == 2  # the cap (6 runs) stops it
     # inconclusive keeps the record open
-    from bot.query import parse_query, run_query
+    from bot.tracker.query import parse_query, run_query
 
     assert get_record(store, rid)["status"] == "inconclusive"
     assert rid in {r["id"] for r in run_query(store, parse_query("open regressions"))[0]}
@@ -673,10 +673,10 @@ tags = ["perf", "numa", "big"]
 
 
 def _lab_cli(cli, tmp_path, toml=LONG_LAB):
-    from bot.cli import main
+    from bot.cli.main import main
 
     if "rerun" not in main.commands:
-        from bot.lab.lab_cli import register
+        from bot.cli.lab import register
 
         register(main)
     (tmp_path / "regtriage.toml").write_text(toml)

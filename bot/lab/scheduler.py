@@ -181,7 +181,7 @@ def _record_note(store, rid: int | None, new: str, note: str) -> None:
     """A history row on the record (field ``rerun``) without changing its status."""
     if rid is None:
         return
-    from bot.tracker import _Run
+    from bot.tracker.records import _Run
 
     with store.engine.begin() as conn:
         run = _Run(conn)
@@ -195,7 +195,7 @@ def _restore_status(store, job: dict, note: str) -> None:
     rid = job.get("regression_id")
     if rid is None:
         return
-    from bot.tracker import get_record, set_status
+    from bot.tracker.records import get_record, set_status
 
     rec = get_record(store, rid)
     if rec is None:
@@ -225,7 +225,7 @@ def _apply_verdict(store, job: dict) -> bool:
     """Write a done job's verdict to its record (once)."""
     rid = job.get("regression_id")
     if rid is not None and job.get("verdict"):
-        from bot.tracker import set_status
+        from bot.tracker.records import set_status
 
         try:
             set_status(store, rid, job["verdict"], ACTOR, verdict_note(job), source="lab")
@@ -299,7 +299,7 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
     that would take the last 24 hours' lab time past ``[lab] daily_budget_minutes``; that refusal
     is noted in the record's history)."""
     from bot.lab.matching import match_record
-    from bot.tracker import get_record, set_status
+    from bot.tracker.records import get_record, set_status
 
     rec = get_record(store, rid)
     if rec is None:
@@ -392,7 +392,7 @@ def auto_schedule(store, config: Any, rid: int) -> dict[str, Any] | None:
     kinds = lab.get("auto_rerun_kinds", ["performance"])
     if not isinstance(kinds, list) or any(k not in ("performance", "functional") for k in kinds):
         raise SchedulerError('[lab] auto_rerun_kinds must be a list of "performance" / "functional"')
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     rec = get_record(store, rid)
     if rec is None or rec.get("kind") not in kinds:
@@ -417,7 +417,7 @@ def _untrusted_report(store, config: Any, rec: dict[str, Any]) -> str | None:
     a test robot's counts as one only from ``[trust] robot_senders``; with ``[lab]
     auto_rerun_from = "trusted"`` the report must come from a robot or ``[trust] trusted_senders``."""
     from extractors.patterns import ROBOT_MARK, ROBOT_SUBJECT
-    from bot.trust import TrustSettings, address_of
+    from bot.tracker.trust import TrustSettings, address_of
 
     mode = lab_section(config).get("auto_rerun_from", "anyone")
     if mode not in ("anyone", "trusted"):
@@ -583,7 +583,7 @@ class Scheduler:
         if not waiting:
             return
         from bot.lab.matching import match_record
-        from bot.tracker import get_record, set_status
+        from bot.tracker.records import get_record, set_status
 
         for job in waiting:
             rec = get_record(self.store, job["regression_id"]) if job.get("regression_id") else None

@@ -18,5 +18,5 @@ I/O:
   ``stop()``, ``send()`` and ``on_command()``.
 * :mod:`bot.notify.responder` -- answers chat commands; :class:`~bot.notify.responder.ChatActions`
   is the interface for the state-changing ones (``resolve``, ``rerun``).
-* :mod:`bot.notify.notify_cli` -- ``regtriage notify`` (``register(main)``).
+* :mod:`bot.cli.notify` -- ``regtriage notify`` (``register(main)``).
 """

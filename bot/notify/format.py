@@ -4,7 +4,7 @@ to HTML by markdown-it with raw HTML disabled), and the short chat answers.
 
 Every mail-derived string is untrusted: on IRC it loses control characters (colours, bold,
 CTCP's \\x01, line breaks) and is cut to fit one line; in Matrix HTML it is escaped by the
-entry template (bot.tracker_entry.md_escape) and again by markdown-it, and links are only
+entry template (bot.tracker.entry.md_escape) and again by markdown-it, and links are only
 http(s) URLs we build.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Iterable
 from urllib.parse import quote
 
 from bot.notify.routing import LABELS, TEST_EVENT
-from bot.tracker_entry import clean_text, render, safe_url
+from bot.tracker.entry import clean_text, render, safe_url
 
 IRC_MAX_BYTES = 400  # of the text of one PRIVMSG; the whole line (prefix, target) must fit in 512
 MATRIX_MAX_CHARS = 24000  # well under the 64 KiB event limit, for body and formatted_body each
@@ -132,7 +132,7 @@ def _cap(text: str, limit: int = MATRIX_MAX_CHARS) -> str:
 def matrix_bodies(event: str, entry: dict[str, Any], base_url: str | None) -> tuple[str, str]:
     """(plain body, HTML formatted_body): a heading line with the link, then the tracker entry
     (plain: the text rendering; HTML: the Markdown rendering)."""
-    from bot.tracker_entry import md_escape
+    from bot.tracker.entry import md_escape
 
     label = LABELS.get(event, event)
     link = record_link(base_url, entry)
@@ -183,7 +183,7 @@ def record_line(entry_or_row: dict[str, Any], base_url: str | None, max_len: int
     rid = int(e["id"])
     link = record_link(base_url, e if "report" in e else None, rid) or ""
     if not link and e.get("report_message_id"):
-        from bot.tracker import lore_url
+        from bot.msgid import lore_url
 
         link = lore_url(e["report_message_id"])
     if "culprit" not in e and e.get("culprit_commit"):

@@ -116,7 +116,7 @@ def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", se
     queued or sent).  ``ref`` tells apart repeated events of the same kind on one record
     (the tracker's history row id for transitions); without it an event is notified once per
     record and target.  ``skip_reason``: store the rows as ``skipped`` (never sent) with it."""
-    from bot.tracker_entry import entry as load_entry
+    from bot.tracker.entry import entry as load_entry
 
     s = _settings(config, settings)
     event = normalize_event(event)
@@ -158,7 +158,7 @@ CLOSED_STATUSES = ("fixed", "resolved", "duplicate", "not-reproduced", "inconclu
 
 def announce(store, event, config=None, *, settings: NotifySettings | None = None,
              now: datetime | None = None) -> dict[str, Any]:
-    """One tracker transition (:class:`bot.events.Event`) -> the outbox, once per transition and
+    """One tracker transition (:class:`bot.tracker.events.Event`) -> the outbox, once per transition and
     target (the key holds the history row id: a record reaching the same status again is a new
     announcement).  Used by ``regtriage run`` and ``notify --send-pending`` alike.  Not announced
     but stored as ``skipped`` rows with the reason (never silently lost): an event caused by mail
@@ -167,7 +167,7 @@ def announce(store, event, config=None, *, settings: NotifySettings | None = Non
     a "new regression" / "rerun scheduled" for a record that has since been closed.
     Returns ``{"queued": n, "skipped": n, "reason": str | None}``."""
     import storage.tracker_schema as ts
-    from bot.service_hooks import is_backfill
+    from bot.service.hooks import is_backfill
 
     s = _settings(config, settings)
     now = now or utcnow()
@@ -198,7 +198,7 @@ def scan_tracker(store, config=None, *, settings: NotifySettings | None = None) 
     first scan of a database sees every transition, announces the recent ones and records the
     old ones as skipped.  A few rows below the cursor are read again (rows committed out of id
     order); announcing is idempotent per transition."""
-    from bot.events import pending_events
+    from bot.tracker.events import pending_events
 
     s = _settings(config, settings)
     stats = {"events": 0, "queued": 0, "skipped": 0}

@@ -393,7 +393,7 @@ def _parse_route(t: dict[str, Any], i: int) -> Route:
     subs = _str_list(t, "subsystem", where) + _str_list(t, "subsystems", where)
     subsystems = tuple(dict.fromkeys(normalize_route_subsystem(s) for s in subs)) if subs and "*" not in subs else None
     kinds = _str_list(t, "kind", where) + _str_list(t, "kinds", where)
-    from bot.query import KIND_WORDS, KINDS
+    from bot.tracker.query import KIND_WORDS, KINDS
 
     norm_kinds = None
     if kinds and "*" not in kinds:

@@ -500,7 +500,7 @@ def build_select(f: Filter, *, columns=None, dialect: str | None = None):
     if f.updated_since is not None:
         conds.append(r.c.updated_at >= f.updated_since)
     if f.since_version:
-        from bot.tracker import version_key
+        from bot.tracker.records import version_key
 
         key = version_key(f.since_version, cycle=True)
         if key is None:

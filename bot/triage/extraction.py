@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from bot.mail import parse_message
+from bot.sources.mail import parse_message
 from bot.sources.files import InputError, iter_paths
 
 FIELDS_SHOWN = ("culprit", "good", "bad", "metric", "change_percent", "kind", "subsystem")

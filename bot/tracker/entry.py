@@ -1,6 +1,6 @@
 """The tracker entry: one JSON document per regression, and its renderings.
 
-:func:`build_entry` turns a record (bot.tracker.get_record) into the entry dict -- the one
+:func:`build_entry` turns a record (bot.tracker.records.get_record) into the entry dict -- the one
 structured format every output uses (CLI --json, mail, chat; HTML later).  :func:`render`
 renders it through the Jinja2 templates in ``templates/``:
 
@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from bot.tracker import CLOSED, culprit_url, get_record, lore_url
+from bot.msgid import lore_url
+from bot.tracker.records import CLOSED, culprit_url, get_record
 
 
 def templates_dir() -> Path:
@@ -30,9 +31,9 @@ def templates_dir() -> Path:
     setup.cfg ``data_files``), found from the installed package's location."""
     import sysconfig
 
-    here = Path(__file__).resolve().parent
-    candidates = [here.parent / "templates"]
-    for base in (here.parents[3] if len(here.parents) > 3 else None, sysconfig.get_path("data")):
+    package = Path(__file__).resolve().parents[1]  # bot/
+    candidates = [package.parent / "templates"]
+    for base in (package.parents[3] if len(package.parents) > 3 else None, sysconfig.get_path("data")):
         if base:
             candidates.append(Path(base) / "share" / "regtriage" / "templates")
     for c in candidates:
@@ -54,7 +55,7 @@ def _iso(dt: datetime | None) -> str | None:
 
 
 def build_entry(rec: dict[str, Any]) -> dict[str, Any]:
-    """The tracker entry of a record as returned by :func:`bot.tracker.get_record`."""
+    """The tracker entry of a record as returned by :func:`bot.tracker.records.get_record`."""
     report_mid = rec.get("report_message_id")
     related = []
     for m in rec.get("messages") or []:
@@ -138,7 +139,7 @@ def entries(store, ids, *, rows=None) -> list[dict[str, Any]]:
     a fixed number of statements however many there are (five: records, messages, history,
     duplicates, reruns; four when ``rows``, their record rows as a query returned them, are
     given)."""
-    from bot.tracker import get_records
+    from bot.tracker.records import get_records
 
     ids = [int(i) for i in ids]
     recs = get_records(store, ids, rows=rows)

@@ -1,7 +1,7 @@
 """Ingest pipeline: raw bytes from any source -> parsed -> stored (or quarantined) in batches.
 
 Every source (files, lore over HTTP, public-inbox git epochs) hands raw messages to an
-``Ingester``.  It parses them (bot.mail never raises), batches them and writes each batch in one
+``Ingester``.  It parses them (bot.sources.mail never raises), batches them and writes each batch in one
 transaction together with the source's cursor, so a crash loses nothing and a rerun resumes.
 
 Parsing is the dominant cost of a bulk backfill.  With ``parallel=True`` (bulk sources: file
@@ -18,8 +18,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from bot.limits import DEFAULT_LIMITS, IngestLimits
-from bot.mail import parse_message
+from bot.sources.limits import DEFAULT_LIMITS, IngestLimits
+from bot.sources.mail import parse_message
 from storage.store import Outcome, Store
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import unquote, urlsplit
 
 COMMANDS = ("introduced", "title", "dup-of", "dup", "fix", "resolve", "inconclusive", "link", "unlink",
             "monitor", "unmonitor", "backburner", "unbackburn", "ignore-activity", "poke")
@@ -142,30 +141,6 @@ def _unquote_subject(s: str) -> str:
         if len(s) >= 2 and s.startswith(a) and s.endswith(b):
             s = s[1:-1].strip()
     return s
-
-
-def msgid_from_ref(value: str | None) -> str | None:
-    """The Message-ID a ``dup-of``/``link``/``monitor`` parameter points at: a lore (or
-    lkml.kernel.org, msgid.link) URL, ``<id@host>`` or a bare ``id@host``; None otherwise."""
-    if not value:
-        return None
-    v = value.strip().strip("<>").strip()
-    if v.lower().startswith(("http://", "https://")):
-        try:
-            parts = urlsplit(v)
-        except ValueError:
-            return None
-        host = (parts.hostname or "").lower()
-        segs = [unquote(s) for s in parts.path.split("/") if s]
-        if host in ("lore.kernel.org", "lkml.kernel.org", "patch.msgid.link", "msgid.link",
-                    "marc.info") or host.endswith(".kernel.org"):
-            for s in segs:
-                if "@" in s:
-                    return s.strip("<>")
-        return None
-    if "@" in v and " " not in v and len(v) <= 998:
-        return v
-    return None
 
 
 def _strip_signature(lines: list[str]) -> int:

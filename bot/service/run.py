@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from bot.metrics import ProcessCounters
+from bot.web.metrics import ProcessCounters
 
 log = logging.getLogger("regtriage.service")
 
@@ -83,9 +83,9 @@ class Service:
         return new
 
     def pipeline_step(self) -> dict[str, Any]:
-        from bot.events import consume_events
-        from bot.tracker import update_tracker
-        from bot.triage import open_trees, triage_pending
+        from bot.tracker.events import consume_events
+        from bot.tracker.records import update_tracker
+        from bot.triage.runner import open_trees, triage_pending
 
         stamp = self.store.try_lease("pipeline", self.worker_id, 3600)
         if stamp is None:
@@ -136,8 +136,8 @@ class Service:
         from starlette.responses import Response
         from starlette.routing import Mount, Route
 
-        from bot.metrics import render
-        from bot.web import create_app
+        from bot.web.metrics import render
+        from bot.web.app import create_app
 
         async def metrics(_request):
             body = await asyncio.to_thread(render, self.store, self.counters)

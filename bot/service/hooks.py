@@ -57,7 +57,7 @@ REPLY_MODES = {"off": None, "draft": "dry-run", "send": "send"}
 def reply_policy(config) -> tuple[str | None, tuple[str, ...]]:
     """``[service] replies`` (off | draft | send, default off) and ``[service] reply_on`` (the
     statuses that get a reply, default confirmed and not-reproduced) -> (run_reply mode, statuses)."""
-    from bot.reply import EVENT_KINDS
+    from bot.reply.replies import EVENT_KINDS
 
     settings = config.section("service") if config is not None else {}
     mode = settings.get("replies", "off")
@@ -82,7 +82,7 @@ def _install_replies(service) -> None:
     if mode is None:
         return
     max_age = max_age_hours(service.config.section("service"), "reply_max_age_hours", "service")
-    from bot.reply import MailSettings, ReplyError, run_reply
+    from bot.reply.replies import MailSettings, ReplyError, run_reply
 
     MailSettings.from_config(service.config)  # a broken [mail] stops the start, with its reason
     def reply(event) -> None:
@@ -169,8 +169,8 @@ def is_backfill(store, event, max_age_hours: float, now: datetime | None = None)
     """True when the mail behind ``event`` was received more than ``max_age_hours`` ago: history
     being ingested (a backfill from git epochs, a first poll of a busy inbox) is tracked but not
     announced, answered nor rerun as if it were new.  The age is the received time
-    (bot.trust.received_time), never the mail's own ``Date:``, which its sender writes."""
-    from bot.events import event_mail_received
+    (bot.tracker.trust.received_time), never the mail's own ``Date:``, which its sender writes."""
+    from bot.tracker.events import event_mail_received
 
     date = event_mail_received(store, event)
     if date is None:
@@ -187,7 +187,7 @@ def _install_notify(service, steps, scheduler) -> None:
     if not settings.accounts():
         return
     from bot.notify.outbox import announce
-    from bot.notify.service import NotifyService
+    from bot.service.notify import NotifyService
 
     notify = NotifyService(service.store, settings,
                            actions=LabActions(service.store, service.config, scheduler is not None))

@@ -22,7 +22,7 @@ Public API: :class:`TreeSpec`, :class:`KernelTrees`, :class:`CommitInfo`,
 :class:`Section`, :class:`PathMatch`, :class:`SubsystemMatch`,
 :class:`FixRecord`, :class:`FixScan` and the helpers
 :func:`normalize_commit_id`, :func:`release_tag_key`,
-:func:`msgid_from_link`, :func:`normalize_msgid`, :func:`parse_trailers`.
+:func:`parse_trailers` (Message-IDs in trailers: :class:`bot.msgid.MessageId`).
 """
 
 from __future__ import annotations
@@ -35,11 +35,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
-from urllib.parse import unquote, urlsplit
 
 import git
 from git.exc import GitCommandError
 from git.objects import Commit
+
+from bot.msgid import MessageId
 
 __all__ = [
     "TreeSpec",
@@ -56,8 +57,6 @@ __all__ = [
     "Trailer",
     "normalize_commit_id",
     "release_tag_key",
-    "msgid_from_link",
-    "normalize_msgid",
     "parse_trailers",
 ]
 
@@ -266,8 +265,6 @@ class FixScan:
 # Trailers / Message-IDs
 # ---------------------------------------------------------------------------
 
-_LORE_HOSTS = frozenset({"lore.kernel.org", "lkml.kernel.org"})
-_MSGID_HOSTS = frozenset({"patch.msgid.link", "msgid.link"})
 
 _LINK_RE = re.compile(r"^[ \t]*(link|closes)[ \t]*:[ \t]*(\S.*?)[ \t]*$", re.I | re.M)
 _FIXES_RE = re.compile(
@@ -277,51 +274,12 @@ _FIXES_RE = re.compile(
 )
 
 
-def normalize_msgid(msgid: str) -> str:
-    """Canonical form used to compare Message-IDs: no angle brackets or
-    surrounding space, lower case."""
-    return msgid.strip().strip("<>").strip().lower()
-
-
-def msgid_from_link(value: str) -> str | None:
-    """Message-ID behind a ``Link:``/``Closes:`` value, or None.
-
-    Understood: ``https://lore.kernel.org/r/<id>``,
-    ``https://lore.kernel.org/<list>/<id>/[T/#u|raw|...]``,
-    ``https://lkml.kernel.org/r/<id>``, ``https://patch.msgid.link/<id>``,
-    ``https://msgid.link/<id>``.  Percent-encoding is undone.  The id is
-    returned as written (not lower-cased).
-    """
-    token = value.strip().split()
-    if not token:
-        return None
-    url = token[0].strip("<>")
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https"):
-        return None
-    segs = [s for s in parts.path.split("/") if s]
-    if host in _MSGID_HOSTS:
-        seg = segs[0] if segs else None
-    elif host in _LORE_HOSTS:
-        seg = segs[1] if len(segs) >= 2 else None
-    else:
-        return None
-    if not seg:
-        return None
-    msgid = unquote(seg).strip().strip("<>")
-    return msgid or None
-
-
 def parse_trailers(message: str) -> list[Trailer]:
     """``Link:``, ``Closes:`` and ``Fixes:`` lines of a commit message."""
     out: list[Trailer] = []
     for m in _LINK_RE.finditer(message):
         key = "Link" if m.group(1).lower() == "link" else "Closes"
-        out.append(Trailer(key, m.group(2), msgid=msgid_from_link(m.group(2))))
+        out.append(Trailer(key, m.group(2), msgid=MessageId.from_ref(m.group(2), bare=False)))
     for m in _FIXES_RE.finditer(message):
         rest = m.group(2)
         subj = None
@@ -1031,8 +989,9 @@ class KernelTrees:
         since = dict(since_ref or {})
         wanted_msgids: dict[str, str] = {}
         for m in report_msgids:
-            if isinstance(m, str) and normalize_msgid(m):
-                wanted_msgids.setdefault(normalize_msgid(m), m)
+            mid = MessageId.from_header(m) if isinstance(m, str) else None
+            if mid is not None:
+                wanted_msgids.setdefault(mid.folded, m)
         culprit_ids: list[tuple[str, str]] = []  # (normalized, as given)
         for c in culprits:
             n = normalize_commit_id(c)
@@ -1084,7 +1043,7 @@ class KernelTrees:
 
         for tr in parse_trailers(msg):
             if tr.msgid is not None and msgids:
-                given = msgids.get(normalize_msgid(tr.msgid))
+                given = msgids.get(tr.msgid.folded)
                 if given is not None:
                     add(tr, given)
             elif tr.commit_id is not None:

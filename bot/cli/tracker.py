@@ -1,7 +1,7 @@
 """CLI commands of the regression tracker: ``query``, ``track``, ``regressions``, and
 :func:`show_record` for ``regtriage show <record id>``.
 
-Wire into the main group with ``register(main)`` (bot/cli.py).  Heavy imports stay inside
+Wire into the main group with ``register(main)`` (bot/cli/main.py).  Heavy imports stay inside
 the commands.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import click
 
 
-from bot.clitools import console as _cli_console  # noqa: E402
-from bot.clitools import dump as _dump  # noqa: E402
-from bot.clitools import table as _table  # noqa: E402
+from bot.cli.tools import console as _cli_console  # noqa: E402
+from bot.cli.tools import dump as _dump  # noqa: E402
+from bot.cli.tools import table as _table  # noqa: E402
 
 
 def _console():
@@ -40,8 +40,8 @@ def _print_records(rows, total: int, understood: str | None = None) -> None:
 def show_record(obj, ident: str, as_json: bool = False, fmt: str = "txt") -> None:
     """Print one record (``ident``: its id, ``#id``, or a related Message-ID) with evidence and
     history: the text rendering (``fmt`` txt or md) or the tracker entry as JSON."""
-    from bot.tracker import find_record
-    from bot.tracker_entry import entry, render
+    from bot.tracker.records import find_record
+    from bot.tracker.entry import entry, render
 
     rid = find_record(obj.store, ident)
     e = entry(obj.store, rid) if rid is not None else None
@@ -53,7 +53,7 @@ def show_record(obj, ident: str, as_json: bool = False, fmt: str = "txt") -> Non
     click.echo(render(e, fmt), nl=False)
     if fmt == "txt" and e.get("evidence"):
         click.echo("\nEvidence:")
-        from bot.tracker_entry import clean_text, wrap_text
+        from bot.tracker.entry import clean_text, wrap_text
 
         for k, v in e["evidence"].items():
             click.echo(wrap_text(f"  - {clean_text(k)}: {clean_text(v)}"))
@@ -81,7 +81,7 @@ def register(main: click.Group) -> None:
         Filters: status: (open, closed, all, or a status), subsystem: (path prefix),
         kind:, culprit: (id prefix), since: (date, 30d, or v6.8), until:, updated:, text:, id:.
         """
-        from bot.query import QueryError, parse_query, run_query
+        from bot.tracker.query import QueryError, parse_query, run_query
 
         try:
             f = parse_query(list(text))
@@ -98,7 +98,7 @@ def register(main: click.Group) -> None:
         except QueryError as exc:
             raise click.UsageError(str(exc)) from None
         if as_json:
-            from bot.tracker_entry import entries
+            from bot.tracker.entry import entries
 
             _dump(entries(obj.store, [r["id"] for r in rows]))
             return
@@ -110,7 +110,7 @@ def register(main: click.Group) -> None:
     @click.pass_obj
     def track_cmd(obj, as_json, no_fixes):
         """Update regression records from new claims, #regzbot commands and kernel trees."""
-        from bot.tracker import update_tracker
+        from bot.tracker.records import update_tracker
 
         stats = update_tracker(obj.store, obj.config, fixes=not no_fixes)
         if as_json:
@@ -131,12 +131,12 @@ def register(main: click.Group) -> None:
     @click.pass_obj
     def regressions_cmd(obj, show_all, as_json, limit):
         """List tracked regressions (open ones unless --all), most recently updated first."""
-        from bot.query import Filter, OPEN, run_query
+        from bot.tracker.query import Filter, OPEN, run_query
 
         f = Filter(statuses=None if show_all else OPEN)
         rows, total = run_query(obj.store, f, limit=limit)
         if as_json:
-            from bot.tracker_entry import entries
+            from bot.tracker.entry import entries
 
             _dump(entries(obj.store, [r["id"] for r in rows]))
             return
@@ -161,7 +161,7 @@ def register(main: click.Group) -> None:
         """Set the status of a regression record by hand (recorded as a user change)."""
         import os
 
-        from bot.tracker import STATUSES, find_record, set_status
+        from bot.tracker.records import STATUSES, find_record, set_status
 
         if status not in STATUSES:
             raise click.UsageError(f"unknown status {status!r}: one of {', '.join(STATUSES)}")

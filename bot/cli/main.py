@@ -39,9 +39,9 @@ class Context:
         return self._store
 
 
-from bot.clitools import console as _console  # noqa: E402
-from bot.clitools import dump as _dump  # noqa: E402
-from bot.clitools import table as _table  # noqa: E402
+from bot.cli.tools import console as _console  # noqa: E402
+from bot.cli.tools import dump as _dump  # noqa: E402
+from bot.cli.tools import table as _table  # noqa: E402
 
 
 class Group(click.Group):
@@ -104,8 +104,8 @@ def main(ctx, config_path, db_url, debug):
 @click.pass_obj
 def ingest(obj: Context, paths, as_json, batch_size, no_triage):
     """Ingest .eml files, mbox files (mboxrd/mboxo, .gz too), maildirs and directories."""
-    from bot.ingest import Ingester
-    from bot.limits import IngestLimits
+    from bot.sources.ingest import Ingester
+    from bot.sources.limits import IngestLimits
     from bot.sources.files import InputError, InputWarning, iter_paths
 
     limits = IngestLimits.from_config(obj.config)
@@ -161,9 +161,9 @@ def ingest(obj: Context, paths, as_json, batch_size, no_triage):
 
 
 def _triage(obj: Context, show: bool):
-    from bot.triage import open_trees, triage_pending
+    from bot.triage.runner import open_trees, triage_pending
 
-    from bot.tracker import update_tracker
+    from bot.tracker.records import update_tracker
 
     trees = open_trees(obj.config)
     workers = obj.config.section("triage").get("workers") if obj.config is not None else None
@@ -268,13 +268,13 @@ def threads(obj: Context, as_json, limit):
 def show(obj: Context, ident, as_json, raw):
     """Show a regression record (by id: 12 or #12) or a stored message (by Message-ID)."""
     if ident.lstrip("#").isdigit():
-        from bot.tracker_cli import show_record
+        from bot.cli.tracker import show_record
 
         show_record(obj, ident, as_json)
         return
-    from bot.mail import normalize_msgid
+    from bot.msgid import lore_url, stored_key
 
-    mid = normalize_msgid(ident) or ident.strip("<>")
+    mid = stored_key(ident) or ident.strip("<>")
     msg = obj.store.get_message(mid)
     if msg is None:
         raise click.ClickException(f"no message with Message-ID {mid}")
@@ -284,7 +284,7 @@ def show(obj: Context, ident, as_json, raw):
     thread = obj.store.thread_of(mid)
     out = {k: v for k, v in msg.items() if k not in ("raw", "id")}
     out["headers"] = [list(h) for h in msg["headers"]]
-    out["lore_url"] = f"https://lore.kernel.org/r/{mid}/"
+    out["lore_url"] = lore_url(mid)
     out["thread"] = thread
     out["claim"] = obj.store.message_claim(mid)
     if as_json:
@@ -312,7 +312,7 @@ def show(obj: Context, ident, as_json, raw):
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
 def extract(paths, as_json):
     """Extract regression claims from .eml / mbox files (no database needed)."""
-    from bot.extraction import extract_items
+    from bot.triage.extraction import extract_items
 
     failed = False
     for result in extract_items(list(paths)):
@@ -323,7 +323,7 @@ def extract(paths, as_json):
         if as_json:
             click.echo(json.dumps(result, ensure_ascii=False))
         else:
-            from bot.extraction import render_summary
+            from bot.triage.extraction import render_summary
 
             render_summary(_console(), result)
     if failed:
@@ -400,8 +400,8 @@ def run(obj: Context, host, port, no_web, log_json, log_level, worker_id):
     """Run the bot: poll subscriptions, triage, track, rerun, notify, and serve the dashboard."""
     import asyncio
 
-    from bot.service import Service, setup_logging
-    from bot.service_hooks import install_hooks
+    from bot.service.run import Service, setup_logging
+    from bot.service.hooks import install_hooks
 
     settings = obj.config.section("service")
     setup_logging(log_json or bool(settings.get("log_json")), log_level)
@@ -464,12 +464,12 @@ def stats(good_path, bad_path, higher_is_better, claimed, alpha, noise, max_cv, 
 # command loads its own module only).  A name missing here still works: an unknown name
 # registers every module before click looks again.
 LAZY_COMMANDS = {
-    "query": "bot.tracker_cli", "track": "bot.tracker_cli", "regressions": "bot.tracker_cli",
-    "record": "bot.tracker_cli", "set-status": "bot.tracker_cli",
-    "reply": "bot.reply_cli", "replies": "bot.reply_cli",
-    "serve": "bot.web_cli",
-    "lab": "bot.lab.lab_cli", "rerun": "bot.lab.lab_cli", "jobs": "bot.lab.lab_cli",
-    "notify": "bot.notify.notify_cli",
+    "query": "bot.cli.tracker", "track": "bot.cli.tracker", "regressions": "bot.cli.tracker",
+    "record": "bot.cli.tracker", "set-status": "bot.cli.tracker",
+    "reply": "bot.cli.reply", "replies": "bot.cli.reply",
+    "serve": "bot.cli.web",
+    "lab": "bot.cli.lab", "rerun": "bot.cli.lab", "jobs": "bot.cli.lab",
+    "notify": "bot.cli.notify",
 }
 _registered: set[str] = set()
 

@@ -1,6 +1,6 @@
-"""CLI command ``regtriage serve``: the read-only web dashboard and JSON API (bot.web).
+"""CLI command ``regtriage serve``: the read-only web dashboard and JSON API (bot.web.app).
 
-Wire into the main group with ``register(main)`` (bot/cli.py).  The web stack (Starlette,
+Wire into the main group with ``register(main)`` (bot/cli/main.py).  The web stack (Starlette,
 uvicorn) is imported inside the command only, so ``regtriage --help`` stays fast.
 """
 
@@ -24,7 +24,7 @@ def register(main: click.Group) -> None:
         (/feed.atom) and a JSON API (/api/regressions, /openapi.json)."""
         import uvicorn
 
-        from bot.web import create_app
+        from bot.web.app import create_app
 
         app = create_app(obj.store, obj.config)
         click.echo(f"regtriage: serving on http://{host}:{port}{root_path}/ (Ctrl-C stops)", err=True)

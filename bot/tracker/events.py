@@ -93,12 +93,12 @@ def consume_events(store, handler, limit: int = 500) -> int:
 
 def event_mail_received(store, event: Event):
     """When the mail that caused ``event`` (its history row's message) was received
-    (:func:`bot.trust.received_time`: the list server's ``Received:``, else our ingest time --
+    (:func:`bot.tracker.trust.received_time`: the list server's ``Received:``, else our ingest time --
     never the sender's ``Date:``), or None for events without a stored mail (lab verdicts,
     changes made by hand)."""
     from sqlalchemy import select
 
-    from bot.trust import mail_received_at
+    from bot.tracker.trust import mail_received_at
     from storage.tracker_schema import regression_history as h
 
     with store.engine.connect() as conn:

@@ -1,6 +1,6 @@
 """CLI commands of the mail replies: ``reply`` and ``replies``.
 
-Wire into the main group with ``register(main)`` (bot/cli.py).  Heavy imports stay inside
+Wire into the main group with ``register(main)`` (bot/cli/main.py).  Heavy imports stay inside
 the commands.
 """
 
@@ -10,8 +10,8 @@ import sys
 
 import click
 
-from bot.clitools import dump as _dump
-from bot.clitools import table as _table
+from bot.cli.tools import dump as _dump
+from bot.cli.tools import table as _table
 
 
 def _echo_notes(notes) -> None:
@@ -42,8 +42,8 @@ def register(main: click.Group) -> None:
         rate-limited, once per event).  The SMTP password is read from
         $REGTRIAGE_SMTP_PASSWORD or [mail] password_file only.
         """
-        from bot.reply import EVENT_KINDS, ReplyError, run_reply
-        from bot.tracker import find_record
+        from bot.reply.replies import EVENT_KINDS, ReplyError, run_reply
+        from bot.tracker.records import find_record
 
         if send and to_stdout:
             raise click.UsageError("--send and --stdout do not go together")
@@ -84,8 +84,8 @@ def register(main: click.Group) -> None:
     @click.pass_obj
     def replies_cmd(obj, ident, limit, as_json):
         """Replies drafted, sent, refused or failed (newest first), with the reasons."""
-        from bot.reply import list_replies
-        from bot.tracker import find_record
+        from bot.reply.replies import list_replies
+        from bot.tracker.records import find_record
 
         rid = None
         if ident:
@@ -96,7 +96,7 @@ def register(main: click.Group) -> None:
         if as_json:
             _dump(rows)
             return
-        from bot.clitools import console
+        from bot.cli.tools import console
 
         table = _table("id", "record", "event", "status", "when", "message-id", "reason / draft")
         for r in rows:

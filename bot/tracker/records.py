@@ -32,9 +32,10 @@ from urllib.parse import quote
 from sqlalchemy import and_, func, insert, or_, select, update
 
 import storage.tracker_schema as ts
-from bot.mail import is_own_mail
-from bot.regzbot import RegzbotCommand, msgid_from_ref, parse_commands
-from bot.trust import TrustSettings
+from bot.sources.mail import is_own_mail
+from bot.msgid import MessageId, lore_url
+from bot.tracker.regzbot import RegzbotCommand, parse_commands
+from bot.tracker.trust import TrustSettings
 from storage import schema
 from storage.store import Store, utcnow
 
@@ -65,10 +66,6 @@ _REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv)\s*(?:\[\d+\])?\s*:\s*)+", 
 
 
 # -- small helpers ------------------------------------------------------------------------------
-def lore_url(msgid: str) -> str:
-    return f"https://lore.kernel.org/r/{quote(msgid, safe='@!$&*+,;=:~._-')}/"
-
-
 def culprit_url(commit: str | None) -> str | None:
     if not commit:
         return None
@@ -85,7 +82,7 @@ def version_key(ref: str | None, *, cycle: bool = False) -> str | None:
     """Sortable string for a kernel release tag (``v6.8-rc1 < v6.8 < v6.8.1 < v6.9-rc1``), None
     for anything else.  ``cycle``: the start of that release's development cycle (``v6.8``
     -> before ``v6.8-rc1``), used by ``since:v6.8``."""
-    from bot.kernel_tree import release_tag_key
+    from bot.tracker.kernel_tree import release_tag_key
 
     if not ref:
         return None
@@ -522,7 +519,7 @@ class _Run:
         if name == "introduced":
             return self.cmd_introduced(msg, cmd, rid)
         if name == "dup-of":
-            target_mid = msgid_from_ref(cmd.url)
+            target_mid = MessageId.from_ref(cmd.url)
             target = self.record_for_report(target_mid)
             if target is None:
                 return "pending", rid, "the report it points at is not tracked (yet)"
@@ -544,7 +541,7 @@ class _Run:
                 return "ignored", rid, "empty title"
             self.set_fields(rid, {"title": title, "title_source": "regzbot"}, override=True, **kw)
         elif name == "dup":
-            other_mid = msgid_from_ref(cmd.url)
+            other_mid = MessageId.from_ref(cmd.url)
             other_url = None if other_mid else cmd.url
             if not other_mid and not other_url:
                 return "ignored", rid, "no link given"
@@ -584,7 +581,7 @@ class _Run:
             url = cmd.url
             if not url:
                 return "ignored", rid, "no link given"
-            target = msgid_from_ref(url) or url
+            target = MessageId.from_ref(url) or url
             if self.relate(rid, target, name, url=url if "://" in url else lore_url(target),
                            title=cmd.link_title, added_by=mid):
                 self.history(rid, name, None, url, note=cmd.link_title, **kw)
@@ -593,7 +590,7 @@ class _Run:
             url = cmd.url
             if not url:
                 return "ignored", rid, "no link given"
-            target = msgid_from_ref(url) or url
+            target = MessageId.from_ref(url) or url
             rm = ts.regression_messages
             rel = "link" if name == "unlink" else "monitor"
             gone = self.conn.execute(rm.delete().where(rm.c.regression_id == rid, rm.c.relation == rel,
@@ -636,7 +633,7 @@ class _Run:
         elif pointer in ("/", "~"):
             report = self.root_of(mid) or mid
         elif pointer:
-            report = msgid_from_ref(pointer)
+            report = MessageId.from_ref(pointer)
             if report is None:
                 report, report_url = None, pointer
         target = None
@@ -696,7 +693,7 @@ class _Run:
             if "://" not in text:
                 continue
             for url in _URL.findall(text):
-                target_mid = msgid_from_ref(url.rstrip(".,;"))
+                target_mid = MessageId.from_ref(url.rstrip(".,;"))
                 if not target_mid:
                     continue
                 r = ts.regressions
@@ -803,7 +800,7 @@ def update_tracker(store: Store, config=None, *, trees=None, fixes: bool = True)
     """
     own_trees = False
     if trees is None and config is not None and fixes:
-        from bot.triage import open_trees
+        from bot.triage.runner import open_trees
 
         trees = open_trees(config)
         own_trees = trees is not None
@@ -885,17 +882,15 @@ def check_fixes(store: Store, trees, *, first_walk_limit: int | None = 20000) ->
             scans.append((new, trees.find_fixes([x["report_message_id"] for x in new if x["report_message_id"]],
                                                 [x["culprit_commit"] for x in new if x["culprit_commit"]],
                                                 None, first_walk_limit=first_walk_limit)))
-        from bot.kernel_tree import normalize_msgid
-
         for group, scan in scans:
             by_msgid: dict[str, list[int]] = {}
             for x in group:
                 if x["report_message_id"]:
-                    by_msgid.setdefault(normalize_msgid(x["report_message_id"]), []).append(x["id"])
+                    by_msgid.setdefault(MessageId(x["report_message_id"]).folded, []).append(x["id"])
             # mainline first, so a fix seen in both a mainline and a -next tree counts as fixed
             for fx in sorted(scan.fixes, key=lambda f: not f.mainline):
                 if fx.trailer in ("Link", "Closes"):
-                    ids = by_msgid.get(normalize_msgid(fx.matched), [])
+                    ids = by_msgid.get(MessageId(fx.matched).folded, [])
                 else:
                     ids = [x["id"] for x in group if x["culprit_commit"] and x["culprit_commit"] == fx.matched]
                 for rid in ids:
@@ -935,7 +930,7 @@ def find_record(store: Store, ident: str) -> int | None:
     ident = ident.strip()
     if re.fullmatch(r"#?\d+", ident):
         return int(ident.lstrip("#"))
-    mid = msgid_from_ref(ident) or ident.strip("<>")
+    mid = MessageId.from_ref(ident) or ident.strip("<>")
     rm, r = ts.regression_messages, ts.regressions
     with store.engine.connect() as conn:
         rid = conn.execute(select(func.min(r.c.id)).where(r.c.report_message_id == mid)).scalar()

@@ -20,14 +20,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.message import Message
 
-MSGID_TOKEN = re.compile(r"<([^<>\s]+)>")
+from bot.msgid import MessageId
+
 HEADER_LINE = re.compile(rb"^[!-9;-~]+:", re.M)  # printable, no colon, then ':'
-SYNTHETIC_DOMAIN = "synthetic.regtriage.invalid"
-LONG_ID_DOMAIN = "long-id.regtriage.invalid"
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 MAX_BODY_CHARS = 2 * 1024 * 1024  # decoded text kept for extraction; the raw bytes are kept whole
 MAX_HTML_CHARS = 2 * 1024 * 1024  # HTML converted to text (the HTML parser is slow on junk)
-MAX_MSGID_BYTES = 998  # RFC 5322 line limit; longer ids are stored under a hashed key
 MAX_DECODED_HEADER = 16 * 1024  # characters of a header value run through RFC 2047 decoding
 DEFAULT_MAX_REFERENCES = 64
 # Codecs that codecs.lookup() accepts but that are not charsets of text (or that cannot decode
@@ -38,7 +36,7 @@ NOT_CHARSETS = {"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-
 
 @dataclass
 class ParsedMessage:
-    message_id: str  # the key: the Message-ID, or a hash of it when longer than MAX_MSGID_BYTES
+    message_id: str  # the key: the Message-ID, or a hash of it when longer than bot.msgid.MAX_MSGID_BYTES
     synthetic_id: bool
     subject: str
     from_addr: str
@@ -62,60 +60,12 @@ class ParsedMessage:
         return self.in_reply_to
 
 
-OWN_MAIL_HEADER = "X-Regtriage-Record"  # set on every mail regtriage writes (bot.reply)
+OWN_MAIL_HEADER = "X-Regtriage-Record"  # set on every mail regtriage writes (bot.reply.replies)
 
 
 def is_own_mail(headers) -> bool:
     """Mail written by regtriage itself: never read back as a claim or as commands."""
     return any(str(name).lower() == OWN_MAIL_HEADER.lower() for name, _ in headers or ())
-
-
-def msgid_key(mid: str) -> str:
-    """The stored key of a Message-ID: itself, or (longer than MAX_MSGID_BYTES in UTF-8, or
-    holding characters no database column takes) a fixed-size hash of it.  The same id always
-    gives the same key, so threading and look-ups work on the key alone."""
-    if len(mid) <= MAX_MSGID_BYTES // 4 and "\x00" not in mid and mid.isprintable():
-        return mid  # the common case, without encoding
-    clean = "\x00" not in mid and mid.isprintable()
-    data = mid.encode("utf-8", "surrogatepass")
-    if clean and len(data) <= MAX_MSGID_BYTES:
-        return mid
-    return f"sha256-{hashlib.sha256(data).hexdigest()[:40]}@{LONG_ID_DOMAIN}"
-
-
-def _raw_msgid(value: str | None) -> str | None:
-    if not value:
-        return None
-    m = MSGID_TOKEN.search(value)
-    if m:
-        return m.group(1)
-    token = value.strip().split()
-    if not token:
-        return None
-    candidate = token[0].strip("<>")
-    return candidate if "@" in candidate else None
-
-
-def normalize_msgid(value: str | None) -> str | None:
-    """Message-ID without angle brackets and surrounding junk, as its stored key
-    (:func:`msgid_key`); None if there is none."""
-    mid = _raw_msgid(value)
-    return None if mid is None else msgid_key(mid)
-
-
-def msgid_list(value: str | None, limit: int | None = None) -> list[str]:
-    """The Message-IDs in a References / In-Reply-To value, as keys, without repeats.  With
-    ``limit``, at most that many: the first and the last ``limit - 1``."""
-    if not value:
-        return []
-    ids = list(dict.fromkeys(msgid_key(m) for m in MSGID_TOKEN.findall(value)))
-    if limit is not None and len(ids) > limit:
-        ids = ids[:1] + ids[len(ids) - (limit - 1):]
-    return ids
-
-
-def synthetic_msgid(raw: bytes) -> str:
-    return f"sha256-{hashlib.sha256(raw).hexdigest()[:40]}@{SYNTHETIC_DOMAIN}"
 
 
 def _decode_header(value: str, problems: list[str], name: str) -> str:
@@ -336,7 +286,7 @@ def clean_text(value: str, problems: list[str] | None = None, where: str = "text
 
 
 def _rejected(raw: bytes, sha: str, problems: list[str], reason: str) -> ParsedMessage:
-    return ParsedMessage(synthetic_msgid(raw), True, "", "", None, None, None, [], [], "",
+    return ParsedMessage(MessageId.synthetic(raw).key, True, "", "", None, None, None, [], [], "",
                          sha, len(raw), problems, reason)
 
 
@@ -381,12 +331,12 @@ def _parse(raw: bytes, sha: str, problems: list[str], max_references: int) -> Pa
         return None if v is None else clean_text(_header_str(v, None, name))
 
     mid_raw = first("Message-ID")
-    full = _raw_msgid(mid_raw)
-    mid = None if full is None else msgid_key(full)
+    full = MessageId.from_header(mid_raw)
+    mid = None if full is None else full.key
     synthetic = False
     if mid is None:
         problems.append("Message-ID: missing or malformed, synthetic id from content hash")
-        mid = synthetic_msgid(raw)
+        mid = MessageId.synthetic(raw).key
         synthetic = True
     elif mid != full:
         problems.append(f"Message-ID: {len(full)} characters or unstorable characters, "
@@ -399,11 +349,11 @@ def _parse(raw: bytes, sha: str, problems: list[str], max_references: int) -> Pa
     date_raw = first("Date")
     date = _parse_date(date_raw, problems)
     references_raw = first("References")
-    refs = msgid_list(references_raw)
+    refs = [m.key for m in MessageId.all_in(references_raw)]
     if len(refs) > max_references:
         problems.append(f"References: {len(refs)} ids, kept the first and the last {max_references - 1}")
         refs = refs[:1] + refs[len(refs) - (max_references - 1):]
-    irt_list = msgid_list(first("In-Reply-To"), limit=1)
+    irt_list = [m.key for m in MessageId.all_in(first("In-Reply-To"), limit=1)]
     irt = irt_list[0] if irt_list else None
     refs = [r for r in refs if r != mid]
     if irt == mid:

@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from bot.mail import is_own_mail
+from bot.sources.mail import is_own_mail
 from storage.store import Store
 
 
@@ -33,7 +33,7 @@ def open_trees(config) -> Any:
     repos = config.section("kernel").get("repos") if config is not None else None
     if not repos:
         return None
-    from bot.kernel_tree import KernelTrees
+    from bot.tracker.kernel_tree import KernelTrees
 
     return KernelTrees.from_config(repos)
 

@@ -3,15 +3,15 @@
 :func:`create_app` ``(store, config) -> app`` serves:
 
 * ``GET /`` (also ``/regressions``): the list of regression records, searchable with the query
-  box (the language of ``regtriage query``, :mod:`bot.query`) and filters (``status``,
+  box (the language of ``regtriage query``, :mod:`bot.tracker.query`) and filters (``status``,
   ``subsystem``, ``kind``, ``text``); ``limit``/``offset`` page through it.  Query and filters
   both apply (their intersection).
 * ``GET /regressions/{id}``: one record: facts, culprit linked to the commit, evidence quoted
   and linked to the message on lore, related mail, rerun results with an SVG plot of the good
-  vs bad samples (:func:`bot.web_svg.samples_svg`), and the timeline (history).
+  vs bad samples (:func:`bot.web.svg.samples_svg`), and the timeline (history).
 * ``GET /feed.atom``: Atom 1.0 feed of new regressions and of regressions confirmed by reruns.
 * ``GET /api/regressions?q=&status=&subsystem=&kind=&text=&limit=&offset=``: a JSON list of
-  tracker entries (:func:`bot.tracker_entry.build_entry`), the same list ``regtriage query
+  tracker entries (:func:`bot.tracker.entry.build_entry`), the same list ``regtriage query
   --json`` prints for the same query; the total count is in ``X-Total-Count``, the next page in
   a ``Link: <...>; rel="next"`` header.
 * ``GET /api/regressions/{id}``: one tracker entry.  ``GET /openapi.json``: OpenAPI 3.1.
@@ -27,7 +27,7 @@ it).  Each rerun is ``{"id", "machine", "recipe", "metric", "higher_is_better", 
 
 Safety: every mail-derived string is escaped (Jinja2 autoescape for .html templates; the feed
 is built with ElementTree from cleaned text); links taken from data are http(s) only
-(:func:`bot.tracker_entry.safe_url`); there is no script at all, and every response carries a
+(:func:`bot.tracker.entry.safe_url`); there is no script at all, and every response carries a
 strict Content-Security-Policy (``default-src 'self'; img-src 'self' data:; style-src 'self'``)
 with the CSS served as a static file.  The app only reads the database.
 """
@@ -41,7 +41,8 @@ from functools import lru_cache
 from typing import Any, Callable
 from urllib.parse import urlencode
 
-from bot.tracker_entry import TEMPLATES, safe_url
+from bot.msgid import lore_url
+from bot.tracker.entry import TEMPLATES, safe_url
 
 WEB_TEMPLATES = TEMPLATES / "web"
 STATIC = WEB_TEMPLATES / "static"
@@ -81,8 +82,8 @@ class SearchError(ValueError):
 
 
 def field_filter(status: str = "", subsystem: str = "", kind: str = "", text: str = ""):
-    """A :class:`bot.query.Filter` from the list page's filter fields, or None when all are empty."""
-    from bot.query import QueryError, parse_query
+    """A :class:`bot.tracker.query.Filter` from the list page's filter fields, or None when all are empty."""
+    from bot.tracker.query import QueryError, parse_query
 
     status, subsystem, kind, text = (v.strip() for v in (status or "", subsystem or "", kind or "", text or ""))
     if not (status or subsystem or kind or text):
@@ -114,9 +115,9 @@ def field_filter(status: str = "", subsystem: str = "", kind: str = "", text: st
 def search(store, q: str = "", *, status: str = "", subsystem: str = "", kind: str = "", text: str = "",
            limit: int = DEFAULT_LIMIT, offset: int = 0) -> tuple[list[dict[str, Any]], int, str]:
     """(record rows, total, how it was understood) for the query box ``q`` and the filter
-    fields.  A query alone runs exactly as ``regtriage query`` does (:func:`bot.query.run_query`);
+    fields.  A query alone runs exactly as ``regtriage query`` does (:func:`bot.tracker.query.run_query`);
     with filters too, the result is what both select."""
-    from bot.query import QueryError, build_select, parse_query, run_query
+    from bot.tracker.query import QueryError, build_select, parse_query, run_query
 
     try:
         f = parse_query(q) if q and q.strip() else None
@@ -126,7 +127,7 @@ def search(store, q: str = "", *, status: str = "", subsystem: str = "", kind: s
     if f is None or g is None:
         one = f if f is not None else g
         if one is None:
-            from bot.query import Filter
+            from bot.tracker.query import Filter
 
             one = Filter()
         try:
@@ -136,7 +137,7 @@ def search(store, q: str = "", *, status: str = "", subsystem: str = "", kind: s
         return rows, total, one.describe()
 
     import storage.tracker_schema as ts
-    from bot.query import fetch_page
+    from bot.tracker.query import fetch_page
 
     r = ts.regressions
     dialect = store.engine.dialect.name
@@ -174,8 +175,6 @@ def evidence_items(e: dict[str, Any]) -> list[dict[str, Any]]:
     """The entry's evidence as ``{"fields": [...], "quote", "message_id", "url"}``: each quoted
     sentence once, with the facts it supports and the message that set them (from the history;
     else the report), linked to lore."""
-    from bot.tracker import lore_url
-
     set_by: dict[str, str] = {}
     for h in e.get("history") or []:
         if h.get("message_id"):
@@ -275,7 +274,7 @@ def _change(value: Any) -> str:
 
 
 def _num(value: Any) -> str:
-    from bot.web_svg import _num as fmt
+    from bot.web.svg import _num as fmt
 
     v = _finite(value)
     return "" if v is None else fmt(v)
@@ -294,12 +293,6 @@ def _ci(value: Any) -> str:
         if lo is not None and hi is not None:
             return f"{lo:+.1f}% to {hi:+.1f}%"
     return ""
-
-
-def _lore(msgid: Any) -> str:
-    from bot.tracker import lore_url
-
-    return lore_url(str(msgid)) if msgid else ""
 
 
 def _short(commit: Any) -> str:
@@ -322,14 +315,14 @@ def _env():
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
     from markupsafe import Markup
 
-    from bot.web_svg import samples_svg
+    from bot.web.svg import samples_svg
 
     env = Environment(loader=FileSystemLoader(str(WEB_TEMPLATES)),
                       autoescape=select_autoescape(enabled_extensions=("html", "xml"), default_for_string=True,
                                                    default=True),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(href=_href, when=_when, day=_day, change=_change, num=_num, pvalue=_pvalue, ci=_ci,
-                       short=_short, plain=_plain, lore=_lore)
+                       short=_short, plain=_plain, lore=lore_url)
     env.globals["samples_svg"] = lambda rerun: Markup(samples_svg(rerun))
     return env
 
@@ -344,7 +337,7 @@ def render(name: str, **ctx) -> str:
 
 # -- feed --------------------------------------------------------------------------------------
 def _xml(value: Any) -> str:
-    from bot.tracker_entry import clean_text
+    from bot.tracker.entry import clean_text
 
     from bot.textsafe import neutralise_bidi
 
@@ -450,7 +443,7 @@ def atom_feed(store, base_url: str) -> bytes:
 # -- OpenAPI -----------------------------------------------------------------------------------
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 description of the JSON API."""
-    from bot.query import CLOSED, KINDS, STATUSES
+    from bot.tracker.query import CLOSED, KINDS, STATUSES
 
     s = {"type": "string"}
     ns = {"type": ["string", "null"]}
@@ -476,7 +469,7 @@ def openapi_document() -> dict[str, Any]:
     }
     regression = {
         "type": "object",
-        "description": "A tracker entry (bot.tracker_entry.build_entry): the same document as "
+        "description": "A tracker entry (bot.tracker.entry.build_entry): the same document as "
                        "`regtriage query --json`.",
         "required": ["id", "title", "status", "open", "kind", "subsystem", "culprit", "range", "metric",
                      "change_percent", "hardware", "config", "numbers", "report", "related", "reruns",
@@ -620,8 +613,8 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
         def render(self, content: Any) -> bytes:
             return json_bytes(content)
 
-    from bot.query import CLOSED, KINDS, STATUSES
-    from bot.tracker_entry import entries, entry
+    from bot.tracker.query import CLOSED, KINDS, STATUSES
+    from bot.tracker.entry import entries, entry
 
     source = reruns or reruns_for
 

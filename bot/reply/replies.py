@@ -1,6 +1,6 @@
 """The bot's replies to regression report threads: compose, policy, outbox, send.
 
-``regtriage reply ID`` (bot/reply_cli.py) runs :func:`run_reply`; the pieces are usable on
+``regtriage reply ID`` (bot/cli/reply.py) runs :func:`run_reply`; the pieces are usable on
 their own:
 
 * :func:`compose` -- pure: tracker entry + headers of the answered message + settings ->
@@ -78,8 +78,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from bot.config import ConfigError
-from bot.tracker import STATUSES, clean_title, culprit_url
-from bot.tracker_entry import WIDTH, clean_text, wrap_text
+from bot.tracker.records import STATUSES, clean_title, culprit_url
+from bot.tracker.entry import WIDTH, clean_text, wrap_text
 
 log = logging.getLogger("regtriage.reply")
 
@@ -507,15 +507,15 @@ def wrap_paragraphs(text: str, width: int = WIDTH) -> str:
 
 
 def wrap_entry(text: str, width: int = WIDTH) -> str:
-    """The tracker entry: :func:`bot.tracker_entry.wrap_text` (hanging indents)."""
+    """The tracker entry: :func:`bot.tracker.entry.wrap_text` (hanging indents)."""
     return _dedent_long(wrap_text(text, width))
 
 
 @lru_cache(maxsize=1)
 def _reply_env():
-    """The plain-text environment of bot.tracker_entry (values cleaned of line breaks and
+    """The plain-text environment of bot.tracker.entry (values cleaned of line breaks and
     control characters, same filters), plus ``para`` and ``entry`` wrapping filters."""
-    from bot.tracker_entry import _env
+    from bot.tracker.entry import _env
 
     env = _env("txt").overlay()
     env.filters = dict(env.filters)
@@ -897,7 +897,7 @@ def choose_answered(store, e: dict[str, Any], answer: str, settings: MailSetting
     report's thread or related to the record."""
     from sqlalchemy import select
 
-    from bot.mail import normalize_msgid
+    from bot.msgid import stored_key
     from storage import schema
 
     report = (e.get("report") or {}).get("message_id")
@@ -923,7 +923,7 @@ def choose_answered(store, e: dict[str, Any], answer: str, settings: MailSetting
             if msg is not None and not _is_own(msg, settings):
                 return msg, mid == report
         raise ReplyError(f"no message in the thread of #{e['id']} to answer")
-    mid = normalize_msgid(answer) or answer.strip("<> ")
+    mid = stored_key(answer) or answer.strip("<> ")
     related = {r.get("message_id") for r in e.get("related") or []} | {report}
     if mid not in related and (root is None or _thread_root(store, mid) != root):
         raise ReplyError(f"<{clean_text(mid)}> is not in the thread of #{e['id']} nor related to it")
@@ -965,7 +965,7 @@ def run_reply(store, config, rid: int, *, mode: str = "dry-run", force: bool = F
     """``regtriage reply``: ``mode`` is ``dry-run`` (outbox), ``stdout`` (print only, nothing
     recorded) or ``send``.  ``force`` re-does a dry run of an event already drafted or sent;
     it never sends twice."""
-    from bot.tracker_entry import entry
+    from bot.tracker.entry import entry
 
     if mode not in ("dry-run", "stdout", "send"):
         raise ValueError(mode)

@@ -1,6 +1,6 @@
 """``regtriage notify``: test the chat targets, run the outbox, list it.
 
-Wire into the main group with ``register(main)`` (bot/cli.py).
+Wire into the main group with ``register(main)`` (bot/cli/main.py).
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import sys
 
 import click
 
-from bot.clitools import dump as _dump
-from bot.clitools import table as _table
+from bot.cli.tools import dump as _dump
+from bot.cli.tools import table as _table
 
 
 def _console():
-    from bot.clitools import console
+    from bot.cli.tools import console
 
     return console()
 
@@ -83,7 +83,7 @@ def register(main: click.Group) -> None:
         store = obj.store
         if enqueue:
             from bot.notify.outbox import enqueue_event
-            from bot.tracker import find_record
+            from bot.tracker.records import find_record
 
             if not record:
                 raise click.UsageError("--enqueue needs --record ID")

@@ -1,7 +1,7 @@
 """CLI commands of the lab: ``lab list``, ``lab match``, ``lab plan``, ``lab work``, ``rerun``,
 ``jobs`` (``jobs cancel``, ``jobs show``).
 
-Wire into the main group with ``register(main)`` (bot/cli.py).  Heavy imports stay inside the
+Wire into the main group with ``register(main)`` (bot/cli/main.py).  Heavy imports stay inside the
 commands.
 """
 
@@ -11,9 +11,9 @@ import sys
 
 import click
 
-from bot.clitools import console as _console
-from bot.clitools import dump as _dump
-from bot.clitools import table as _table
+from bot.cli.tools import console as _console
+from bot.cli.tools import dump as _dump
+from bot.cli.tools import table as _table
 
 
 def _lab_errors():
@@ -26,7 +26,7 @@ def _lab_errors():
 
 
 def _record_id(obj, ident: str) -> int:
-    from bot.tracker import find_record
+    from bot.tracker.records import find_record
 
     rid = find_record(obj.store, ident)
     if rid is None:
@@ -164,7 +164,7 @@ def register(main: click.Group) -> None:
         m = out["match"]
         if m is None:  # the plan was declined: score without a recipe, against the record alone
             from bot.lab.matching import match_record
-            from bot.tracker import get_record
+            from bot.tracker.records import get_record
 
             m = match_record(get_record(obj.store, rid), obj.config, machine=machine).to_dict()
         if as_json:
