@@ -181,12 +181,9 @@ def _record_note(store, rid: int | None, new: str, note: str) -> None:
     """A history row on the record (field ``rerun``) without changing its status."""
     if rid is None:
         return
-    from bot.tracker.records import _Run
+    from bot.tracker.records import add_note
 
-    with store.engine.begin() as conn:
-        run = _Run(conn)
-        if run.record(rid) is not None:
-            run.history(rid, "rerun", None, new, actor=ACTOR, message_id=None, source="user", note=note[:2000])
+    add_note(store, rid, "rerun", new, actor=ACTOR, note=note[:2000])
 
 
 def _restore_status(store, job: dict, note: str) -> None:

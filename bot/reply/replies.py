@@ -831,11 +831,13 @@ def claim_send(store, values: dict[str, Any], settings: MailSettings, now: datet
     from sqlalchemy import func, insert, select, text, update
     from sqlalchemy.exc import IntegrityError
 
+    from storage.locks import REPLY_SEND
+
     t = _rs().replies
     try:
         with store.engine.begin() as conn:
             if conn.dialect.name == "postgresql":  # serialise the counting; SQLite: the insert's write lock
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 7_482_520})
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": REPLY_SEND})
             row_id = conn.execute(insert(t).values(**{**values, "status": "sending",
                                                       "sent_key": values["event_key"]})).inserted_primary_key[0]
             active = t.c.status.in_(("sending", "sent"))

@@ -20,23 +20,13 @@ from typing import Any
 
 from bot.sources.limits import DEFAULT_LIMITS, IngestLimits
 from bot.sources.mail import parse_message
-from storage.store import Outcome, Store
+from storage.store import Outcome, Store, write_refused
 
 log = logging.getLogger(__name__)
 
 
 def _parse_many(raws: list[bytes], max_bytes: int, max_references: int = 64) -> list[Any]:
     return [parse_message(raw, max_bytes=max_bytes, max_references=max_references) for raw in raws]
-
-
-def _refusal(exc: BaseException) -> bool:
-    """A database error caused by the data written (not by the database being unreachable):
-    the batch is retried message by message, and a message refused alone is quarantined."""
-    from sqlalchemy import exc as sa_exc
-
-    if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError)):
-        return False  # lost connection, locked database, disk full: the run must stop
-    return isinstance(exc, (sa_exc.StatementError, UnicodeError, ValueError, TypeError, OverflowError))
 
 
 def _joined(parts: list[list[Any]]) -> list[Any]:
@@ -137,7 +127,7 @@ class Ingester:
         try:
             outcomes = self.store.write_batch(parsed, rejected, cursor, **self._wkw)
         except Exception as exc:  # noqa: BLE001 - sorted by _refusal
-            if not _refusal(exc) or len(parsed) + len(rejected) == 0:
+            if not write_refused(exc) or len(parsed) + len(rejected) == 0:
                 raise
             log.warning("batch refused by the database (%s); writing its messages one by one",
                         exc.__class__.__name__)
@@ -169,7 +159,7 @@ class Ingester:
                     outcomes += self.store.write_batch([], [x], last, **self._wkw)
                 continue
             except Exception as exc:  # noqa: BLE001
-                if not _refusal(exc):
+                if not write_refused(exc):
                     raise
                 reason = f"database refused the message: {exc.__class__.__name__}: {str(exc).splitlines()[0][:200]}"
             if kind == "p":

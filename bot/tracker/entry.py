@@ -127,9 +127,9 @@ def _reruns(store, rid: int) -> list[dict[str, Any]]:
     try:
         return reruns_for(store, rid)
     except Exception as exc:  # noqa: BLE001 - no lab tables (older database): no reruns
-        from sqlalchemy.exc import OperationalError, ProgrammingError
+        from storage.store import MISSING_TABLE_ERRORS
 
-        if isinstance(exc, (OperationalError, ProgrammingError)):
+        if isinstance(exc, MISSING_TABLE_ERRORS):
             return []
         raise
 
@@ -164,9 +164,9 @@ def _reruns_many(store, ids: list[int]) -> dict[int, list[dict[str, Any]]]:
     try:
         return reruns_for_many(store, ids)
     except Exception as exc:  # noqa: BLE001 - no lab tables (older database): no reruns
-        from sqlalchemy.exc import OperationalError, ProgrammingError
+        from storage.store import MISSING_TABLE_ERRORS
 
-        if isinstance(exc, (OperationalError, ProgrammingError)):
+        if isinstance(exc, MISSING_TABLE_ERRORS):
             return {}
         raise
 

@@ -57,14 +57,10 @@ def event_for(field: str, old: str | None, new: str | None) -> str | None:
 
 def pending_events(store, limit: int = 500, *, after: int | None = None) -> tuple[list[Event], int]:
     """Events after the cursor (or history id ``after``), oldest first, and the history id they reach."""
-    from sqlalchemy import select
-
-    from storage.tracker_schema import regression_history as h
+    from storage.records import history_after
 
     start = after if after is not None else int((store.get_cursor(CURSOR_KEY) or {}).get("history_id", 0))
-    with store.engine.connect() as conn:
-        rows = conn.execute(select(h.c.id, h.c.regression_id, h.c.field, h.c.old, h.c.new, h.c.note)
-                            .where(h.c.id > start).order_by(h.c.id).limit(limit)).all()
+    rows = history_after(store, start, limit)
     events = []
     last = start
     for r in rows:
@@ -96,11 +92,7 @@ def event_mail_received(store, event: Event):
     (:func:`bot.tracker.trust.received_time`: the list server's ``Received:``, else our ingest time --
     never the sender's ``Date:``), or None for events without a stored mail (lab verdicts,
     changes made by hand)."""
-    from sqlalchemy import select
-
     from bot.tracker.trust import mail_received_at
-    from storage.tracker_schema import regression_history as h
+    from storage.records import history_message_id
 
-    with store.engine.connect() as conn:
-        mid = conn.execute(select(h.c.message_id).where(h.c.id == event.history_id)).scalar()
-        return mail_received_at(conn, mid)
+    return mail_received_at(store, history_message_id(store, event.history_id))

@@ -447,115 +447,36 @@ def _canonical(subsystem: str) -> str | None:
 
 
 # -- running -------------------------------------------------------------------------------------
-def _like_escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+def _since_key(f: Filter) -> str | None:
+    """The version key ``since:vX`` compares with (QueryError when it is no kernel release)."""
+    if not f.since_version:
+        return None
+    from bot.tracker.records import version_key
 
-
-def _prefix_range(col, prefix: str, upper: str):
-    """``col`` starts with ``prefix``: an index-friendly range [prefix, prefix+upper) AND a LIKE
-    that keeps the result exact whatever the collation."""
-    from sqlalchemy import and_
-
-    return and_(col >= prefix, col < prefix + upper, col.like(_like_escape(prefix) + "%", escape="\\"))
+    key = version_key(f.since_version, cycle=True)
+    if key is None:
+        raise QueryError(f"not a kernel release: {f.since_version!r}")
+    return key
 
 
 def build_select(f: Filter, *, columns=None, dialect: str | None = None):
-    """SQLAlchemy Core select over ``regressions`` for the filter (bound parameters only).
-    ``dialect`` "sqlite" picks index-friendly binary range comparisons for path prefixes
-    (SQLite's LIKE is case-insensitive and cannot use the index)."""
-    from sqlalchemy import and_, or_, select
+    """The filter as a select over ``regressions`` (bound parameters only): see
+    :func:`storage.records.select_records`."""
+    from storage.records import select_records
 
-    from storage.tracker_schema import regressions as r
-
-    conds = []
-    if f.statuses is not None:
-        conds.append(r.c.status.in_(list(f.statuses)))
-    subs = []
-    for s in f.subsystems:
-        subs.append(r.c.subsystem == s)
-        if dialect == "sqlite":  # binary collation: "mm/" <= x < "mm0" is exactly "starts with mm/"
-            subs.append(and_(r.c.subsystem >= s + "/", r.c.subsystem < s + "0"))
-        else:
-            subs.append(r.c.subsystem.like(_like_escape(s) + "/%", escape="\\"))
-    for c in f.components:
-        e = _like_escape(c)
-        subs += [r.c.subsystem == c, r.c.subsystem.like(e + "/%", escape="\\"),
-                 r.c.subsystem.like("%/" + e, escape="\\"), r.c.subsystem.like("%/" + e + "/%", escape="\\")]
-    if subs:
-        conds.append(or_(*subs))
-    if f.kinds:
-        conds.append(r.c.kind.in_(f.kinds))
-    if f.culprits:
-        ors = []
-        for c in f.culprits:
-            # the stored id starts with the query, or (query longer) the query starts with the stored id
-            ors.append(_prefix_range(r.c.culprit_commit, c, "g"))  # ids are lower-case hex: "g" sorts after
-            if len(c) > 7:  # stored ids of >= 7 digits that are a prefix of the query
-                ors.append(r.c.culprit_commit.in_([c[:k] for k in range(7, len(c))]))
-        conds.append(or_(*ors))
-    if f.since is not None:
-        conds.append(r.c.created_at >= f.since)
-    if f.until is not None:
-        conds.append(r.c.created_at < f.until)
-    if f.updated_since is not None:
-        conds.append(r.c.updated_at >= f.updated_since)
-    if f.since_version:
-        from bot.tracker.records import version_key
-
-        key = version_key(f.since_version, cycle=True)
-        if key is None:
-            raise QueryError(f"not a kernel release: {f.since_version!r}")
-        conds.append(r.c.version_key >= key)
-    for t in f.text:
-        conds.append(r.c.search_text.like("%" + _like_escape(t.lower()) + "%", escape="\\"))
-    if f.ids:
-        conds.append(r.c.id.in_(f.ids))
-    q = select(*(columns if columns is not None else [r]))
-    if conds:
-        q = q.where(and_(*conds))
-    return q
+    return select_records(f, since_key=_since_key(f), columns=columns, dialect=dialect)
 
 
-def run_query(store, f: Filter, *, limit: int = 50, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """(records, total matching): record rows, most recently updated first."""
-    import storage.tracker_schema as ts
+def run_query(store, f: Filter, *more: Filter, limit: int = 50, offset: int = 0) -> tuple[list, int]:
+    """(records, total matching): the records that ``f`` (and every filter in ``more``) selects,
+    most recently updated first, as :class:`storage.records.Record`."""
+    from storage.records import search
 
-    r = ts.regressions
-    dialect = store.engine.dialect.name
-    return fetch_page(store, build_select(f, dialect=dialect), build_select(f, columns=[r.c.id], dialect=dialect),
-                      limit=limit, offset=offset)
-
-
-def fetch_page(store, rows_q, ids_q, *, limit: int, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
-    """(one page of ``rows_q``'s record rows, most recently updated first; how many ``ids_q``
-    selects) in one statement: the total rides along as an uncorrelated scalar subquery (the
-    database computes it once).  Only a page that comes back empty past the first row costs a
-    second statement, for the total."""
-    from sqlalchemy import func, select
-
-    import storage.tracker_schema as ts
-    from storage.store import aware
-
-    r = ts.regressions
-    count_q = select(func.count()).select_from(ids_q.subquery())
-    q = (rows_q.add_columns(count_q.scalar_subquery().label("_total"))
-         .order_by(r.c.updated_at.desc(), r.c.id.desc()).limit(max(0, int(limit))).offset(offset))
-    with store.engine.connect() as conn:
-        rows = [dict(x) for x in conn.execute(q).mappings()] if limit > 0 else []
-        if rows:
-            total = rows[0]["_total"]
-        elif offset > 0 or limit <= 0:
-            total = conn.execute(count_q).scalar_one()
-        else:
-            total = 0
-    for x in rows:
-        del x["_total"]
-        x["created_at"], x["updated_at"] = aware(x["created_at"]), aware(x["updated_at"])
-    return rows, total
+    return search(store, [(g, _since_key(g)) for g in (f, *more)], limit=limit, offset=offset)
 
 
 def query(store, text: str | list[str], *, limit: int = 50, now: datetime | None = None
-          ) -> tuple[Filter, list[dict[str, Any]], int]:
+          ) -> tuple[Filter, list, int]:
     f = parse_query(text, now=now)
     rows, total = run_query(store, f, limit=limit)
     return f, rows, total

@@ -26,18 +26,16 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import and_, func, insert, or_, select, update
-
-import storage.tracker_schema as ts
-from bot.sources.mail import is_own_mail
 from bot.msgid import MessageId, lore_url
+from bot.sources.mail import is_own_mail
 from bot.tracker.regzbot import RegzbotCommand, parse_commands
 from bot.tracker.trust import TrustSettings
-from storage import schema
-from storage.store import Store, utcnow
+from storage import records as db
+from storage.records import Record
+from storage.store import Store, aware, utcnow
 
 STATUSES = ("reported", "triaged", "rerun-scheduled", "confirmed", "not-reproduced", "inconclusive",
             "fix-pending", "fixed", "duplicate", "resolved", "backburner", "improved")
@@ -70,12 +68,6 @@ def culprit_url(commit: str | None) -> str | None:
     if not commit:
         return None
     return f"https://git.kernel.org/torvalds/c/{quote(commit, safe='')}"
-
-
-def _aware(dt: datetime | None) -> datetime | None:
-    if dt is not None and dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt
 
 
 def version_key(ref: str | None, *, cycle: bool = False) -> str | None:
@@ -183,8 +175,8 @@ def fields_from_claim(claim: dict[str, Any]) -> dict[str, Any]:
 class _Run:
     """One update_tracker transaction."""
 
-    def __init__(self, conn, trees=None, trust: TrustSettings | None = None) -> None:
-        self.conn = conn
+    def __init__(self, tx: db.RecordTx, trees=None, trust: TrustSettings | None = None) -> None:
+        self.tx = tx
         self.trees = trees
         self.trust = trust or TrustSettings()
         self.now = utcnow()
@@ -194,48 +186,33 @@ class _Run:
         self.culprit_changed: set[int] = set()
 
     # -- reading ------------------------------------------------------------------------------
-    def record(self, rid: int) -> dict[str, Any] | None:
-        r = self.conn.execute(select(ts.regressions).where(ts.regressions.c.id == rid)).mappings().first()
-        return dict(r) if r else None
+    def record(self, rid: int) -> Record | None:
+        return self.tx.record(rid)
 
-    def message(self, mid: str) -> dict[str, Any] | None:
-        m = schema.messages
-        row = self.conn.execute(select(m.c.message_id, m.c.subject, m.c.from_addr, m.c.date, m.c.in_reply_to)
-                                .where(m.c.message_id == mid)).mappings().first()
-        return dict(row) if row else None
+    def message(self, mid: str) -> db.MessageHead | None:
+        return self.tx.message(mid)
 
     def root_of(self, mid: str) -> str | None:
-        t = schema.thread_nodes
-        return self.conn.execute(select(t.c.root_id).where(t.c.message_id == mid)).scalar()
+        return self.tx.root_of(mid)
 
     def parent_of(self, mid: str) -> str | None:
-        t = schema.thread_nodes
-        return self.conn.execute(select(t.c.parent_id).where(t.c.message_id == mid)).scalar()
+        return self.tx.parent_of(mid)
 
     def record_for_thread(self, root: str | None, *, monitored: bool = True) -> int | None:
         """The record whose report is in thread ``root`` (lowest id), else (``monitored``) the
         record monitoring that thread."""
         if not root:
             return None
-        r, t, rm = ts.regressions, schema.thread_nodes, ts.regression_messages
-        rid = self.conn.execute(
-            select(func.min(r.c.id)).select_from(r.join(t, t.c.message_id == r.c.report_message_id))
-            .where(t.c.root_id == root)).scalar()
-        if rid is None:
-            rid = self.conn.execute(select(func.min(r.c.id)).where(r.c.thread_key == root,
-                                                                   r.c.report_message_id.is_(None))).scalar()
+        rid = self.tx.record_reported_in_thread(root)
         if rid is None and monitored:
-            rid = self.conn.execute(
-                select(func.min(rm.c.regression_id)).select_from(rm.join(t, t.c.message_id == rm.c.message_id))
-                .where(t.c.root_id == root, rm.c.relation == "monitor")).scalar()
+            rid = self.tx.record_monitoring_thread(root)
         return rid
 
     def record_for_report(self, msgid: str | None) -> int | None:
         """The record whose report is ``msgid`` (or, failing that, whose thread holds it)."""
         if not msgid:
             return None
-        r = ts.regressions
-        rid = self.conn.execute(select(func.min(r.c.id)).where(r.c.report_message_id == msgid)).scalar()
+        rid = self.tx.record_with_report(msgid)
         if rid is None:
             rid = self.record_for_thread(self.root_of(msgid), monitored=False)
         return rid
@@ -243,8 +220,7 @@ class _Run:
     def topmost(self, rid: int) -> int:
         seen = {rid}
         while True:
-            nxt = self.conn.execute(select(ts.regressions.c.duplicate_of)
-                                    .where(ts.regressions.c.id == rid)).scalar()
+            nxt = self.tx.duplicate_of(rid)
             if nxt is None or nxt in seen:
                 return rid
             seen.add(nxt)
@@ -253,9 +229,8 @@ class _Run:
     # -- writing ------------------------------------------------------------------------------
     def history(self, rid: int, field: str, old: Any, new: Any, *, actor: str | None, message_id: str | None,
                 source: str, note: str | None = None) -> None:
-        self.conn.execute(insert(ts.regression_history).values(
-            regression_id=rid, at=self.now, field=field, old=_jsonish(old), new=_jsonish(new),
-            actor=actor, message_id=message_id, source=source, note=note))
+        self.tx.add_history(rid, at=self.now, field=field, old=_jsonish(old), new=_jsonish(new),
+                            actor=actor, message_id=message_id, source=source, note=note)
 
     def set_fields(self, rid: int, values: dict[str, Any], *, actor: str | None, message_id: str | None,
                    source: str, note: str | None = None, override: bool = False,
@@ -291,7 +266,7 @@ class _Run:
                 vals["overrides"] = overrides
             if changed:
                 vals["updated_at"] = self.now
-            self.conn.execute(update(ts.regressions).where(ts.regressions.c.id == rid).values(**vals))
+            self.tx.update_record(rid, vals)
         if changed:
             self.touched.add(rid)
             if "culprit_commit" in changed:
@@ -300,18 +275,13 @@ class _Run:
 
     def relate(self, rid: int, message_id: str, relation: str, *, url: str | None = None,
                title: str | None = None, added_by: str | None = None, activity: bool = True) -> bool:
-        rm = ts.regression_messages
-        q = select(rm.c.id).where(rm.c.regression_id == rid, rm.c.message_id == message_id[:998])
-        if relation not in ("reply", "monitor"):  # a thread message is related once, whatever the way
-            q = q.where(rm.c.relation == relation)
-        if self.conn.execute(q).first():
+        # a thread message is related once, whatever the way
+        if self.tx.has_relation(rid, message_id[:998], None if relation in ("reply", "monitor") else relation):
             return False
-        self.conn.execute(insert(rm).values(regression_id=rid, message_id=message_id[:998], relation=relation,
-                                            url=url, title=title, activity=activity, added_by=added_by,
-                                            created_at=self.now))
+        self.tx.add_relation(rid, message_id=message_id[:998], relation=relation, url=url, title=title,
+                             activity=activity, added_by=added_by, created_at=self.now)
         if activity:
-            r = ts.regressions
-            self.conn.execute(update(r).where(r.c.id == rid).values(updated_at=self.now))
+            self.tx.update_record(rid, {"updated_at": self.now})
         self.stats["messages_linked"] += 1
         return True
 
@@ -319,18 +289,16 @@ class _Run:
                actor: str, source: str, message_id: str | None, report_url: str | None = None,
                status: str = "reported", title_source: str = "report", note: str | None = None,
                thread_key: str | None = None) -> int:
-        r = ts.regressions
         root = self.root_of(report_message_id) if report_message_id else thread_key
-        created = _aware(created_at) or self.now
+        created = aware(created_at) or self.now
         if created > self.now:
             created = self.now
-        res = self.conn.execute(insert(r).values(
+        rid = self.tx.insert_record(dict(
             title=title, title_source=title_source, status=status, hardware=_empty_hw(), config=_empty_cfg(),
             numbers=[], evidence={}, overrides={}, report_message_id=report_message_id, report_url=report_url,
             search_text=search_text(title),
             thread_key=root or report_message_id, ignore_activity=False, created_at=created,
             updated_at=self.now))
-        rid = res.inserted_primary_key[0]
         self.history(rid, "status", None, status, actor=actor, message_id=message_id, source=source,
                      note=note or "record created")
         if report_message_id:
@@ -345,26 +313,16 @@ class _Run:
 
     def link_thread(self, rid: int, root: str, relation: str = "reply") -> None:
         """Relate every stored message of thread ``root`` (not related yet) to the record."""
-        t, m, rm = schema.thread_nodes, schema.messages, ts.regression_messages
-        have = set(self.conn.execute(select(rm.c.message_id).where(rm.c.regression_id == rid)).scalars())
-        rows = self.conn.execute(select(m.c.message_id, m.c.subject, m.c.date)
-                                 .select_from(t.join(m, m.c.message_id == t.c.message_id))
-                                 .where(t.c.root_id == root)).all()
-        for mid, subject, _date in rows:
+        have = self.tx.related_ids(rid)
+        for mid, subject in self.tx.thread_messages(root):
             if mid not in have:
                 self.relate(rid, mid, relation, url=lore_url(mid), title=subject)
 
     # -- thread claims -> records ---------------------------------------------------------------
     def field_sources(self, root: str, fields: dict[str, Any]) -> dict[str, str]:
         """For each field, the newest message of the thread whose own claim states the value."""
-        t, m, c = schema.thread_nodes, schema.messages, schema.claims
-        rows = self.conn.execute(
-            select(c.c.message_id, c.c.claim)
-            .select_from(t.join(m, m.c.message_id == t.c.message_id).join(c, c.c.message_id == t.c.message_id))
-            .where(t.c.root_id == root, c.c.claim.is_not(None))
-            .order_by(m.c.date.desc().nulls_last(), m.c.id.desc())).all()
         out: dict[str, str] = {}
-        for mid, claim in rows:
+        for mid, claim in self.tx.thread_message_claims(root):
             if not isinstance(claim, dict) or "error" in claim:
                 continue
             own = fields_from_claim(claim)
@@ -414,7 +372,7 @@ class _Run:
                             source="extractor", note="facts extracted")
         self.link_thread(rid, root)
         if rec["thread_key"] != root:
-            self.conn.execute(update(ts.regressions).where(ts.regressions.c.id == rid).values(thread_key=root))
+            self.tx.update_record(rid, {"thread_key": root})
         return rid
 
     def refresh_version(self, rid: int, first_tag: str | None = None) -> None:
@@ -424,26 +382,22 @@ class _Run:
             info = self.trees.resolve(rec["culprit_commit"])
             key = version_key(info.first_tag) if info else None
         if key != rec["version_key"] and key is not None:
-            self.conn.execute(update(ts.regressions).where(ts.regressions.c.id == rid).values(version_key=key))
+            self.tx.update_record(rid, {"version_key": key})
 
     # -- culprit de-duplication -------------------------------------------------------------------
     def dedupe(self, rid: int) -> None:
-        r = ts.regressions
         rec = self.record(rid)
         c = rec and rec["culprit_commit"]
         if not c or len(c) < MIN_CULPRIT_MATCH:
             return
-        rows = self.conn.execute(select(r.c.id, r.c.culprit_commit, r.c.status, r.c.created_at, r.c.duplicate_of,
-                                        r.c.overrides)
-                                 .where(r.c.culprit_commit.like(_like_prefix(c[:MIN_CULPRIT_MATCH]), escape="\\"))
-                                 ).mappings().all()
-        group = [dict(x) for x in rows if culprits_match(x["culprit_commit"], c)]
+        group = [x for x in self.tx.records_with_culprit_prefix(c[:MIN_CULPRIT_MATCH])
+                 if culprits_match(x["culprit_commit"], c)]
         if len(group) < 2:
             return
         heads = [g for g in group if g["status"] not in CLOSED]
         if len(heads) < 2:
             return
-        primary = min(heads, key=lambda g: (_aware(g["created_at"]), g["id"]))
+        primary = min(heads, key=lambda g: (g["created_at"], g["id"]))
         for g in heads:
             if g["id"] == primary["id"] or {"status", "duplicate_of"} & set(g["overrides"] or {}):
                 continue
@@ -470,20 +424,13 @@ class _Run:
 
     # -- regzbot commands -------------------------------------------------------------------------
     def command_done(self, msg_id: str, cmd: RegzbotCommand) -> str | None:
-        a = ts.regzbot_commands_applied
-        return self.conn.execute(select(a.c.outcome).where(a.c.message_id == msg_id, a.c.line_no == cmd.line_no,
-                                                           a.c.seq == cmd.seq)).scalar()
+        return self.tx.command_outcome(msg_id, cmd.line_no, cmd.seq)
 
     def note_command(self, msg_id: str, cmd: RegzbotCommand, outcome: str, rid: int | None,
                      note: str | None, *, replace: bool = False) -> None:
-        a = ts.regzbot_commands_applied
         vals = dict(command=cmd.name[:32], args=cmd.args[:2000], regression_id=rid, outcome=outcome,
                     note=note, applied_at=self.now)
-        if replace:
-            self.conn.execute(update(a).where(a.c.message_id == msg_id, a.c.line_no == cmd.line_no,
-                                              a.c.seq == cmd.seq).values(**vals))
-        else:
-            self.conn.execute(insert(a).values(message_id=msg_id, line_no=cmd.line_no, seq=cmd.seq, **vals))
+        self.tx.save_command(msg_id, cmd.line_no, cmd.seq, vals, replace=replace)
         key = {"applied": "commands_applied", "pending": "commands_pending",
                "refused": "commands_refused"}.get(outcome, "commands_ignored")
         self.stats[key] += 1
@@ -545,8 +492,7 @@ class _Run:
             other_url = None if other_mid else cmd.url
             if not other_mid and not other_url:
                 return "ignored", rid, "no link given"
-            other = self.record_for_report(other_mid) if other_mid else self.conn.execute(
-                select(func.min(ts.regressions.c.id)).where(ts.regressions.c.report_url == other_url)).scalar()
+            other = self.record_for_report(other_mid) if other_mid else self.tx.record_with_report_url(other_url)
             if other is None:
                 m = self.message(other_mid) if other_mid else None
                 other = self.create(report_message_id=other_mid, report_url=other_url,
@@ -591,10 +537,8 @@ class _Run:
             if not url:
                 return "ignored", rid, "no link given"
             target = MessageId.from_ref(url) or url
-            rm = ts.regression_messages
             rel = "link" if name == "unlink" else "monitor"
-            gone = self.conn.execute(rm.delete().where(rm.c.regression_id == rid, rm.c.relation == rel,
-                                                       or_(rm.c.message_id == target, rm.c.url == url))).rowcount
+            gone = self.tx.remove_relations(rid, rel, target, url)
             if not gone:
                 return "ignored", rid, f"not {rel}ed"
             self.history(rid, rel, url, None, **kw)
@@ -605,15 +549,12 @@ class _Run:
             rec = self.record(rid)
             if rec["status"] != "backburner":
                 return "ignored", rid, "not on the back burner"
-            h = ts.regression_history
-            prev = self.conn.execute(select(h.c.old).where(h.c.regression_id == rid, h.c.field == "status",
-                                                           h.c.new == "backburner").order_by(h.c.id.desc())).scalar()
+            prev = self.tx.status_before(rid, "backburner")
             if prev not in STATUSES or prev == "backburner":
                 prev = "triaged" if _has_facts(rec) else "reported"
             self.set_fields(rid, {"status": prev}, override=True, note=cmd.args or None, **kw)
         elif name in ("ignore-activity", "poke"):
-            rm = ts.regression_messages
-            self.conn.execute(update(rm).where(rm.c.message_id == mid).values(activity=False))
+            self.tx.mute_activity(mid)
             if name == "poke":
                 self.history(rid, "poke", None, None, **kw)
         return "applied", rid, None
@@ -642,8 +583,7 @@ class _Run:
             if target is None and pointer is None:
                 target = rid
         elif report_url:
-            target = self.conn.execute(select(func.min(ts.regressions.c.id))
-                                       .where(ts.regressions.c.report_url == report_url)).scalar()
+            target = self.tx.record_with_report_url(report_url)
         if target is None:
             m = self.message(report) if report else None
             m = m or (msg if report == mid else None)
@@ -654,11 +594,9 @@ class _Run:
                                  note=f"#regzbot {cmd.raw.split(None, 1)[1] if ' ' in cmd.raw else ''}".strip())
             if report is not None:
                 root = self.root_of(report)
-                tc = schema.thread_claims
-                row = self.conn.execute(select(tc.c.claim, tc.c.messages).where(
-                    tc.c.root_id == root, tc.c.is_regression.is_(True))).first() if root else None
-                if row is not None:
-                    self.apply_claim(root, row[0], list(row[1] or []))
+                found = self.tx.thread_claim(root) if root else None
+                if found is not None:
+                    self.apply_claim(root, *found)
         values: dict[str, Any] = {}
         if intro.culprit:
             values["culprit_commit"] = intro.culprit
@@ -696,8 +634,7 @@ class _Run:
                 target_mid = MessageId.from_ref(url.rstrip(".,;"))
                 if not target_mid:
                     continue
-                r = ts.regressions
-                target = self.conn.execute(select(func.min(r.c.id)).where(r.c.report_message_id == target_mid)).scalar()
+                target = self.tx.record_with_report(target_mid)
                 if target is None or target == own or (own is not None and self.topmost(own) == self.topmost(target)):
                     continue
                 if own is not None and _DUP_CUE.search(text):
@@ -712,10 +649,9 @@ class _Run:
 
     def process_messages(self, after_id: int, chunk: int = 5000) -> int:
         """Messages stored after ``after_id``, in chunks of ids, each chunk in Date order."""
-        m = schema.messages
         last = after_id
         while True:
-            ids = self.conn.execute(select(m.c.id).where(m.c.id > last).order_by(m.c.id).limit(chunk)).scalars().all()
+            ids = self.tx.message_ids_after(last, chunk)
             if not ids:
                 return last
             lo, hi = ids[0], ids[-1]
@@ -723,22 +659,15 @@ class _Run:
             last = hi
 
     def _process_chunk(self, lo: int, hi: int) -> None:
-        m, t = schema.messages, schema.thread_nodes
-        window = and_(m.c.id >= lo, m.c.id <= hi)
-        rows = [dict(r) for r in self.conn.execute(
-            select(m.c.id, m.c.message_id, m.c.subject, m.c.from_addr, m.c.date, m.c.in_reply_to, t.c.root_id)
-            .select_from(m.outerjoin(t, t.c.message_id == m.c.message_id)).where(window)).mappings()]
-        interesting = set(self.conn.execute(
-            select(m.c.id).where(window, or_(m.c.body.ilike("%#regzbot%"), m.c.body.ilike("%kernel.org/%"),
-                                             m.c.body.ilike("%msgid.link/%")))).scalars())
-        epoch = datetime.min.replace(tzinfo=timezone.utc)
-        rows.sort(key=lambda r: (_aware(r["date"]) is None, _aware(r["date"]) or epoch, r["id"]))
+        rows = self.tx.messages_between(lo, hi)
+        interesting = self.tx.ids_with_body_words(lo, hi, ("#regzbot", "kernel.org/", "msgid.link/"))
+        rows.sort(key=_date_order)
         for r in rows:
             body = ""
             if r["id"] in interesting:
-                row = self.conn.execute(select(m.c.body, m.c.headers).where(m.c.id == r["id"])).first()
+                found = self.tx.body_and_headers(r["id"])
                 # the bot's own replies carry #regzbot lines for regzbot, not commands for us
-                body = "" if row is None or is_own_mail(row.headers) else (row.body or "")
+                body = "" if found is None or is_own_mail(found[1]) else (found[0] or "")
             commands = parse_commands(body)
             ignore = (any(c.name in ("ignore-activity", "poke") for c in commands)
                       or (r["subject"] or "").rstrip().lower().endswith("#forregzbot"))
@@ -751,39 +680,24 @@ class _Run:
                 self.relate(rid, r["message_id"], relation, url=lore_url(r["message_id"]), title=r["subject"],
                             activity=not ignore)
                 if ignore:
-                    rm = ts.regression_messages
-                    self.conn.execute(update(rm).where(rm.c.message_id == r["message_id"]).values(activity=False))
+                    self.tx.mute_activity(r["message_id"])
             if body and ("kernel.org/" in body or "msgid.link/" in body):
                 self.backlinks(r, body, self.record_for_thread(r["root_id"], monitored=False))
 
     def retry_pending(self) -> None:
-        a, m = ts.regzbot_commands_applied, schema.messages
-        pending = self.conn.execute(select(a.c.message_id).where(a.c.outcome == "pending").distinct()).scalars().all()
+        pending = self.tx.pending_command_messages(1000)
         if not pending:
             return
-        rows = self.conn.execute(select(m.c.id, m.c.message_id, m.c.subject, m.c.from_addr, m.c.date,
-                                        m.c.in_reply_to, m.c.body)
-                                 .where(m.c.message_id.in_(pending[:1000]))).mappings().all()
-        epoch = datetime.min.replace(tzinfo=timezone.utc)
-        for r in sorted(rows, key=lambda r: (_aware(r["date"]) is None, _aware(r["date"]) or epoch, r["id"])):
-            self.run_commands(dict(r), parse_commands(r["body"]), retry=True)
+        for head, body in sorted(self.tx.messages_with_bodies(pending), key=lambda x: _date_order(x[0])):
+            self.run_commands(head, parse_commands(body), retry=True)
 
 
-def _like_prefix(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
 
 
-def _lock(conn, key: str, value: Any, now: datetime) -> None:
-    """Write the cursor row first: serialises concurrent runs (SQLite takes its write lock, and
-    on PostgreSQL an advisory transaction lock is taken)."""
-    if conn.dialect.name == "postgresql":
-        from sqlalchemy import text
-
-        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": 7_482_519})
-    c = schema.cursors
-    done = conn.execute(update(c).where(c.c.key == key).values(value=value, updated_at=now))
-    if done.rowcount == 0:
-        conn.execute(insert(c).values(key=key, value=value, updated_at=now))
+def _date_order(m: db.MessageHead):
+    """Messages in Date order (undated last), then in storage order."""
+    return (m.date is None, m.date or _EPOCH, m.id)
 
 
 def update_tracker(store: Store, config=None, *, trees=None, fixes: bool = True) -> dict[str, Any]:
@@ -805,27 +719,22 @@ def update_tracker(store: Store, config=None, *, trees=None, fixes: bool = True)
         trees = open_trees(config)
         own_trees = trees is not None
     try:
-        with store.engine.begin() as conn:
-            c = schema.cursors
-            state = conn.execute(select(c.c.value).where(c.c.key == CURSOR)).scalar() or {}
-            run = _Run(conn, trees, TrustSettings.from_config(config))
-            _lock(conn, CURSOR, state, run.now)
+        with db.transaction(store) as tx:
+            state = tx.cursor(CURSOR)
+            run = _Run(tx, trees, TrustSettings.from_config(config))
+            tx.lock_cursor(CURSOR, state, run.now)
             # commands first: a report a human designated (#regzbot introduced ^) wins over the
             # thread root the extractor would pick; commands waiting for a record are retried below
             last_id = run.process_messages(int(state.get("last_message_id") or 0))
-            tc = schema.thread_claims
-            q = select(tc.c.root_id, tc.c.claim, tc.c.messages, tc.c.updated_at).where(tc.c.is_regression.is_(True))
             since = state.get("claims_since")
-            if since:
-                q = q.where(tc.c.updated_at >= datetime.fromisoformat(since))
-            for root, claim, msgs, _ in conn.execute(q.order_by(tc.c.updated_at, tc.c.root_id)).all():
+            for root, claim, msgs in tx.regression_claims_since(datetime.fromisoformat(since) if since else None):
                 if isinstance(claim, dict):
-                    run.apply_claim(root, claim, list(msgs or []))
+                    run.apply_claim(root, claim, msgs)
             run.retry_pending()
             for rid in sorted(run.culprit_changed):
                 run.dedupe(rid)
             new_state = {"claims_since": (run.now - CLAIM_MARGIN).isoformat(), "last_message_id": last_id}
-            conn.execute(update(c).where(c.c.key == CURSOR).values(value=new_state, updated_at=run.now))
+            tx.set_cursor(CURSOR, new_state, run.now)
             stats = dict(run.stats)
             stats["records_changed"] = len(run.touched)
         if trees is not None and fixes:
@@ -844,12 +753,23 @@ def set_status(store: Store, rid: int, status: str, actor: str, note: str | None
         raise ValueError(f"unknown status {status!r} (one of: {', '.join(STATUSES)})")
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}")
-    with store.engine.begin() as conn:
-        run = _Run(conn)
+    with db.transaction(store) as tx:
+        run = _Run(tx)
         if run.record(rid) is None:
             raise KeyError(f"no regression record {rid}")
         return bool(run.set_fields(rid, {"status": status}, actor=actor, message_id=message_id, source=source,
                                    note=note, override=source in ("user", "regzbot")))
+
+
+def add_note(store: Store, rid: int, field: str, new: str, *, actor: str, note: str, source: str = "user") -> bool:
+    """A history row on record ``rid`` (e.g. field ``rerun``) that changes no field; False when
+    there is no such record."""
+    with db.transaction(store) as tx:
+        run = _Run(tx)
+        if run.record(rid) is None:
+            return False
+        run.history(rid, field, None, new, actor=actor, message_id=None, source=source, note=note)
+        return True
 
 
 def check_fixes(store: Store, trees, *, first_walk_limit: int | None = 20000) -> dict[str, int]:
@@ -860,16 +780,12 @@ def check_fixes(store: Store, trees, *, first_walk_limit: int | None = 20000) ->
     Incremental per tree (cursor ``tracker:fixes``: the tips walked last time); records created
     since the last scan get one full walk (bounded by ``first_walk_limit`` commits with trailers).
     """
-    r = ts.regressions
     out = {"fix_pending": 0, "fixed": 0}
-    with store.engine.begin() as conn:
-        c = schema.cursors
-        state = conn.execute(select(c.c.value).where(c.c.key == FIX_CURSOR)).scalar() or {}
-        run = _Run(conn, trees)
-        _lock(conn, FIX_CURSOR, state, run.now)
-        rows = conn.execute(select(r.c.id, r.c.report_message_id, r.c.culprit_commit, r.c.status, r.c.fix_commit)
-                            .where(r.c.status.not_in(CLOSED))
-                            ).mappings().all()
+    with db.transaction(store) as tx:
+        state = tx.cursor(FIX_CURSOR)
+        run = _Run(tx, trees)
+        tx.lock_cursor(FIX_CURSOR, state, run.now)
+        rows = tx.open_records(CLOSED)
         seen_max = int(state.get("max_id") or 0)
         old = [x for x in rows if x["id"] <= seen_max]
         new = [x for x in rows if x["id"] > seen_max]
@@ -905,11 +821,10 @@ def check_fixes(store: Store, trees, *, first_walk_limit: int | None = 20000) ->
                                    note=f"{fx.trailer}: {fx.value}"[:500])
                     out["fixed" if status == "fixed" else "fix_pending"] += 1
         # fix-pending records whose fix commit has reached mainline since
-        for x in conn.execute(select(r.c.id, r.c.fix_commit).where(r.c.status == "fix-pending",
-                                                                    r.c.fix_commit.is_not(None))).all():
-            info = trees.resolve(x.fix_commit)
+        for rid, fix_commit in tx.fix_pending():
+            info = trees.resolve(fix_commit)
             if info is not None and info.mainline:
-                run.set_fields(x.id, {"status": "fixed", "fix_commit": info.sha, "fix_tree": ",".join(info.trees)},
+                run.set_fields(rid, {"status": "fixed", "fix_commit": info.sha, "fix_tree": ",".join(info.trees)},
                                actor=",".join(info.trees), message_id=None, source="kernel-tree",
                                note=f"{info.sha[:12]} (\"{info.subject}\") is in mainline")
                 out["fixed"] += 1
@@ -918,9 +833,7 @@ def check_fixes(store: Store, trees, *, first_walk_limit: int | None = 20000) ->
             tips.update(scan.tips)
         if not scans:
             tips.update(trees.tips())
-        max_id = conn.execute(select(func.max(r.c.id))).scalar() or 0
-        conn.execute(update(c).where(c.c.key == FIX_CURSOR).values(value={"tips": tips, "max_id": max_id},
-                                                                    updated_at=run.now))
+        tx.set_cursor(FIX_CURSOR, {"tips": tips, "max_id": tx.max_record_id()}, run.now)
     return out
 
 
@@ -930,75 +843,14 @@ def find_record(store: Store, ident: str) -> int | None:
     ident = ident.strip()
     if re.fullmatch(r"#?\d+", ident):
         return int(ident.lstrip("#"))
-    mid = MessageId.from_ref(ident) or ident.strip("<>")
-    rm, r = ts.regression_messages, ts.regressions
-    with store.engine.connect() as conn:
-        rid = conn.execute(select(func.min(r.c.id)).where(r.c.report_message_id == mid)).scalar()
-        if rid is None:
-            rid = conn.execute(select(func.min(rm.c.regression_id)).where(rm.c.message_id == mid)).scalar()
-    return rid
+    return db.find_record(store, MessageId.from_ref(ident) or ident.strip("<>"))
 
 
-def get_record(store: Store, rid: int) -> dict[str, Any] | None:
-    """The record row plus ``messages`` (related, with subject/from/date where stored),
+def get_record(store: Store, rid: int) -> Record | None:
+    """The record plus ``messages`` (related, with subject/from/date where stored),
     ``history`` (oldest first) and ``duplicates`` (ids of records marked duplicate of it)."""
-    return get_records(store, [rid]).get(rid)
+    return db.get_records(store, [rid]).get(rid)
 
 
-def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[dict] | None = None
-                ) -> dict[int, dict[str, Any]]:
-    """:func:`get_record` for several records at once: {id: record} in four statements
-    whatever the number of ids (the web's pages and the API list use it); three when ``rows``,
-    the records' rows as a query over ``regressions`` returned them, are given."""
-    ids = list(dict.fromkeys(int(i) for i in ids))
-    if not ids:
-        return {}
-    r, rm, h, m = ts.regressions, ts.regression_messages, ts.regression_history, schema.messages
-    out: dict[int, dict[str, Any]] = {}
-    with store.engine.connect() as conn:
-        if rows is not None:
-            wanted = set(ids)
-            found_rows = [x for x in rows if x["id"] in wanted]
-        else:
-            found_rows = conn.execute(select(r).where(r.c.id.in_(ids))).mappings()
-        for row in found_rows:
-            rec = dict(row)
-            for k in ("created_at", "updated_at"):
-                rec[k] = _aware(rec[k])
-            rec["messages"], rec["history"], rec["duplicates"] = [], [], []
-            out[rec["id"]] = rec
-        if not out:
-            return out
-        found = list(out)
-        for x in conn.execute(
-                select(rm.c.regression_id, rm.c.message_id, rm.c.relation, rm.c.url, rm.c.title, rm.c.activity,
-                       rm.c.added_by, m.c.subject, m.c.from_addr, m.c.date)
-                .select_from(rm.outerjoin(m, m.c.message_id == rm.c.message_id))
-                .where(rm.c.regression_id.in_(found))
-                .order_by(rm.c.regression_id, m.c.date.asc().nulls_last(), rm.c.id)).mappings():
-            d = dict(x)
-            rid = d.pop("regression_id")
-            out[rid]["messages"].append({**d, "date": _aware(d["date"])})
-        for x in conn.execute(select(h).where(h.c.regression_id.in_(found)).order_by(h.c.id)).mappings():
-            out[x["regression_id"]]["history"].append({**dict(x), "at": _aware(x["at"])})
-        for rid, dup in conn.execute(select(r.c.duplicate_of, r.c.id).where(r.c.duplicate_of.in_(found))
-                                     .order_by(r.c.id)):
-            out[rid]["duplicates"].append(dup)
-    return out
-
-
-def record_ids(store: Store, ids: Iterable[int]) -> list[dict[str, Any]]:
-    """Several records (rows only, no messages/history), in the given order."""
-    ids = list(ids)
-    if not ids:
-        return []
-    r = ts.regressions
-    with store.engine.connect() as conn:
-        rows = {x["id"]: dict(x) for x in conn.execute(select(r).where(r.c.id.in_(ids))).mappings()}
-    out = []
-    for i in ids:
-        if i in rows:
-            x = rows[i]
-            x["created_at"], x["updated_at"] = _aware(x["created_at"]), _aware(x["updated_at"])
-            out.append(x)
-    return out
+get_records = db.get_records
+record_ids = db.record_rows

@@ -119,15 +119,7 @@ def received_time(headers: Any, ingested_at: datetime | None) -> datetime | None
     return ingested
 
 
-def mail_received_at(conn, message_id: str | None) -> datetime | None:
+def mail_received_at(store, message_id: str | None) -> datetime | None:
     """:func:`received_time` of a stored message (None: not stored)."""
-    if not message_id:
-        return None
-    from sqlalchemy import select
-
-    from storage.schema import messages as m
-
-    row = conn.execute(select(m.c.headers, m.c.ingested_at).where(m.c.message_id == message_id)).first()
-    if row is None:
-        return None
-    return received_time(row.headers, row.ingested_at)
+    found = store.received_inputs(message_id) if message_id else None
+    return None if found is None else received_time(*found)

@@ -67,13 +67,12 @@ RerunSource = Callable[[Any, int], list]
 def reruns_for(store, rid: int) -> list[dict[str, Any]]:
     """Rerun results of a record, for the page, the API and the plot: the finished lab jobs
     (:func:`bot.lab.reruns.reruns_for`); [] while the lab tables do not exist yet."""
-    from sqlalchemy.exc import OperationalError, ProgrammingError
-
     from bot.lab.reruns import reruns_for as lab_reruns
+    from storage.store import MISSING_TABLE_ERRORS
 
     try:
         return list(lab_reruns(store, rid) or [])
-    except (OperationalError, ProgrammingError):  # no lab tables yet: no reruns
+    except MISSING_TABLE_ERRORS:  # no lab tables yet: no reruns
         return []
 
 
@@ -117,7 +116,7 @@ def search(store, q: str = "", *, status: str = "", subsystem: str = "", kind: s
     """(record rows, total, how it was understood) for the query box ``q`` and the filter
     fields.  A query alone runs exactly as ``regtriage query`` does (:func:`bot.tracker.query.run_query`);
     with filters too, the result is what both select."""
-    from bot.tracker.query import QueryError, build_select, parse_query, run_query
+    from bot.tracker.query import QueryError, parse_query, run_query
 
     try:
         f = parse_query(q) if q and q.strip() else None
@@ -136,30 +135,17 @@ def search(store, q: str = "", *, status: str = "", subsystem: str = "", kind: s
             raise SearchError(str(exc)) from None
         return rows, total, one.describe()
 
-    import storage.tracker_schema as ts
-    from bot.tracker.query import fetch_page
-
-    r = ts.regressions
-    dialect = store.engine.dialect.name
     try:
-        inner = build_select(f, columns=[r.c.id], dialect=dialect).correlate(None)
-        both = build_select(g, dialect=dialect).where(r.c.id.in_(inner))
-        ids_only = build_select(g, columns=[r.c.id], dialect=dialect).where(r.c.id.in_(inner))
+        rows, total = run_query(store, f, g, limit=limit, offset=offset)
     except QueryError as exc:
         raise SearchError(str(exc)) from None
-    rows, total = fetch_page(store, both, ids_only, limit=limit, offset=offset)
     return rows, total, f"{f.describe()} AND {g.describe()}"
 
 
 def subsystems(store, limit: int = 500) -> list[str]:
-    from sqlalchemy import select
+    from storage.records import subsystems as stored_subsystems
 
-    import storage.tracker_schema as ts
-
-    r = ts.regressions
-    with store.engine.connect() as conn:
-        return list(conn.execute(select(r.c.subsystem).where(r.c.subsystem.is_not(None)).distinct()
-                                 .order_by(r.c.subsystem).limit(limit)).scalars())
+    return stored_subsystems(store, limit)
 
 
 # field of the evidence dict -> history field that the same fact set
@@ -347,33 +333,15 @@ def _xml(value: Any) -> str:
 def feed_events(store, size: int = FEED_SIZE) -> list[dict[str, Any]]:
     """New records and confirmations, newest first: ``{"kind": "new"|"confirmed", "at",
     "published", "record": row, "history_id"}``."""
-    from sqlalchemy import func, select
+    from storage.records import feed_rows
 
-    import storage.tracker_schema as ts
-
-    r, h = ts.regressions, ts.regression_history
-    cols = [r.c.id, r.c.title, r.c.status, r.c.kind, r.c.subsystem, r.c.culprit_commit, r.c.culprit_subject,
-            r.c.change_percent, r.c.metric, r.c.created_at, r.c.updated_at, r.c.duplicate_of]
-    with store.engine.connect() as conn:
-        new = [dict(x) for x in conn.execute(select(*cols).order_by(r.c.id.desc()).limit(size)).mappings()]
-        first = dict(conn.execute(select(h.c.regression_id, func.min(h.c.at))
-                                  .where(h.c.regression_id.in_([x["id"] for x in new]))
-                                  .group_by(h.c.regression_id)).all()) if new else {}
-        confirmed = [dict(x) for x in conn.execute(
-            select(h.c.id.label("history_id"), h.c.at, *cols).select_from(h.join(r, r.c.id == h.c.regression_id))
-            .where(h.c.field == "status", h.c.new == "confirmed").order_by(h.c.at.desc(), h.c.id.desc())
-            .limit(size)).mappings()]
-
-    def aware(dt):
-        return dt.replace(tzinfo=timezone.utc) if dt is not None and dt.tzinfo is None else dt
-
+    new, first, confirmed = feed_rows(store, size)
     events = []
     for x in new:
-        at = aware(first.get(x["id"])) or aware(x["created_at"])
-        events.append({"kind": "new", "at": at, "published": aware(x["created_at"]), "record": x,
-                       "history_id": None})
+        events.append({"kind": "new", "at": first.get(x["id"]) or x["created_at"], "published": x["created_at"],
+                       "record": x, "history_id": None})
     for x in confirmed:
-        events.append({"kind": "confirmed", "at": aware(x["at"]), "published": aware(x["at"]), "record": x,
+        events.append({"kind": "confirmed", "at": x["at"], "published": x["at"], "record": x,
                        "history_id": x["history_id"]})
     events.sort(key=lambda ev: (ev["at"] or datetime.min.replace(tzinfo=timezone.utc), ev["kind"]), reverse=True)
     return events[:size]
@@ -704,11 +672,8 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
         return JSONResponse(openapi_document())
 
     def healthz(request: Request):
-        from sqlalchemy import text
-
         try:
-            with store.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
+            store.ping()
         except Exception:  # noqa: BLE001 - any database failure: not healthy
             return PlainTextResponse("database unavailable", status_code=503)
         return PlainTextResponse("ok")

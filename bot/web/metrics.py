@@ -25,55 +25,31 @@ class ProcessCounters:
             return dict(self._counts)
 
 
-def _table_counts(conn, table_name: str, column: str) -> dict[str, int] | None:
-    from sqlalchemy import func, inspect, select, table, column as col
-
-    if not inspect(conn).has_table(table_name):
-        return None
-    t = table(table_name, col(column))
-    return {str(k): int(n) for k, n in conn.execute(select(t.c[column], func.count()).group_by(t.c[column]))}
-
-
 def collect(store, counters: ProcessCounters | None = None) -> list[tuple[str, str, str, list[tuple[dict, float]]]]:
     """(name, type, help, [(labels, value)]) for every metric."""
-    from sqlalchemy import func, select
-
-    from storage import schema
+    from storage.metrics import STATE_COLUMNS, counts
 
     now = datetime.now(timezone.utc)
-    out: list[tuple[str, str, str, list[tuple[dict, float]]]] = []
-    with store.engine.connect() as conn:
-        def count(t, *where) -> int:
-            q = select(func.count()).select_from(t)
-            for w in where:
-                q = q.where(w)
-            return int(conn.execute(q).scalar_one())
-
-        out.append(("regtriage_messages_ingested_total", "counter", "Messages stored.",
-                    [({}, count(schema.messages))]))
-        out.append(("regtriage_messages_quarantined_total", "counter", "Inputs quarantined with a reason.",
-                    [({}, count(schema.quarantine))]))
-        out.append(("regtriage_claims_found_total", "counter", "Messages carrying a regression claim.",
-                    [({}, count(schema.claims, schema.claims.c.is_regression.is_(True)))]))
-        out.append(("regtriage_poll_errors_total", "counter", "Errors recorded while polling sources.",
-                    [({}, count(schema.source_errors))]))
-        lag = []
-        for sid, kind, last in conn.execute(select(schema.subscriptions.c.id, schema.subscriptions.c.kind,
-                                                   schema.subscriptions.c.last_poll_at)):
-            if last is not None:
-                if last.tzinfo is None:
-                    last = last.replace(tzinfo=timezone.utc)
-                lag.append(({"subscription": str(sid), "kind": kind}, (now - last).total_seconds()))
-        out.append(("regtriage_poll_lag_seconds", "gauge", "Seconds since each subscription was last polled.", lag))
-        for name, table_name, column, help_ in (
-                ("regtriage_regressions", "regressions", "status", "Regression records by status."),
-                ("regtriage_reruns", "lab_jobs", "state", "Rerun jobs by state."),
-                ("regtriage_notifications", "notifications", "state", "Notifications by state (sent, failed, queued)."),
-                ("regtriage_replies", "replies", "status", "List replies by status.")):
-            counts = _table_counts(conn, table_name, column)
-            if counts is not None:
-                label = "state" if column == "state" else "status"
-                out.append((name, "gauge", help_, [({label: k}, v) for k, v in sorted(counts.items())]))
+    c = counts(store)
+    out: list[tuple[str, str, str, list[tuple[dict, float]]]] = [
+        ("regtriage_messages_ingested_total", "counter", "Messages stored.", [({}, c.messages)]),
+        ("regtriage_messages_quarantined_total", "counter", "Inputs quarantined with a reason.",
+         [({}, c.quarantined)]),
+        ("regtriage_claims_found_total", "counter", "Messages carrying a regression claim.", [({}, c.claims)]),
+        ("regtriage_poll_errors_total", "counter", "Errors recorded while polling sources.",
+         [({}, c.source_errors)]),
+        ("regtriage_poll_lag_seconds", "gauge", "Seconds since each subscription was last polled.",
+         [({"subscription": str(sid), "kind": kind}, (now - last).total_seconds())
+          for sid, kind, last in c.last_polls]),
+    ]
+    for name, table_name, help_ in (
+            ("regtriage_regressions", "regressions", "Regression records by status."),
+            ("regtriage_reruns", "lab_jobs", "Rerun jobs by state."),
+            ("regtriage_notifications", "notifications", "Notifications by state (sent, failed, queued)."),
+            ("regtriage_replies", "replies", "List replies by status.")):
+        if table_name in c.by_state:
+            label = dict(STATE_COLUMNS)[table_name]
+            out.append((name, "gauge", help_, [({label: k}, v) for k, v in sorted(c.by_state[table_name].items())]))
     if counters is not None:
         snap = counters.snapshot()
         out.append(("regtriage_steps_total", "counter", "Service steps run, by step and outcome.",
