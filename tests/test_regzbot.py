@@ -119,3 +119,10 @@ def test_aliases_map_to_canonical_names():
 ])
 def test_msgid_from_ref(ref, msgid):
     assert MessageId.from_ref(ref) == msgid
+
+
+def test_every_command_the_parser_knows_has_one_handler():
+    from bot.tracker import records, regzbot
+
+    assert set(records.COMMANDS) == set(regzbot.COMMANDS)
+    assert all(callable(handler) for handler, _ in records.COMMANDS.values())

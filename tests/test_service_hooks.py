@@ -16,7 +16,8 @@ from bot.tracker.events import Event
 from bot.sources.ingest import Ingester
 from bot.lab.scheduler import list_jobs
 from bot.service.run import Service
-from bot.service.hooks import LabActions, install_hooks, is_backfill, reply_policy
+from bot.service.hooks import LabActions, install_hooks, reply_policy
+from bot.tracker.events import is_backfill
 from bot.tracker.records import get_record, set_status
 from tests.test_scheduler import fake_lab, lab_config, record  # noqa: F401 - the fake backend fixture
 

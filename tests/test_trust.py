@@ -17,7 +17,7 @@ from bot.tracker.events import Event
 from bot.sources.ingest import Ingester
 from bot.lab.scheduler import (SchedulerError, auto_schedule, budget_used_minutes, list_jobs,
                                schedule_rerun)
-from bot.service.hooks import is_backfill
+from bot.tracker.events import is_backfill
 from bot.tracker.records import get_record, set_status, update_tracker
 from bot.triage.runner import triage_pending
 from bot.tracker.trust import TrustSettings, received_time

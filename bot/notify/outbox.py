@@ -167,7 +167,7 @@ def announce(store, event, config=None, *, settings: NotifySettings | None = Non
     a "new regression" / "rerun scheduled" for a record that has since been closed.
     Returns ``{"queued": n, "skipped": n, "reason": str | None}``."""
     import storage.tracker_schema as ts
-    from bot.service.hooks import is_backfill
+    from bot.tracker.events import is_backfill
 
     s = _settings(config, settings)
     now = now or utcnow()

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from bot.tracker.events import is_backfill
 
 log = logging.getLogger("regtriage.service")
 
@@ -165,21 +166,6 @@ class LabActions:
 
 
 # -- notifications -----------------------------------------------------------------------------------
-def is_backfill(store, event, max_age_hours: float, now: datetime | None = None) -> bool:
-    """True when the mail behind ``event`` was received more than ``max_age_hours`` ago: history
-    being ingested (a backfill from git epochs, a first poll of a busy inbox) is tracked but not
-    announced, answered nor rerun as if it were new.  The age is the received time
-    (bot.tracker.trust.received_time), never the mail's own ``Date:``, which its sender writes."""
-    from bot.tracker.events import event_mail_received
-
-    date = event_mail_received(store, event)
-    if date is None:
-        return False
-    if date.tzinfo is None:
-        date = date.replace(tzinfo=timezone.utc)
-    return (now or datetime.now(timezone.utc)) - date > timedelta(hours=max_age_hours)
-
-
 def _install_notify(service, steps, scheduler) -> None:
     from bot.notify.settings import load_settings
 

@@ -10,6 +10,7 @@ loses nor repeats an event.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 CURSOR_KEY = "events:history"
@@ -96,3 +97,16 @@ def event_mail_received(store, event: Event):
     from storage.records import history_message_id
 
     return mail_received_at(store, history_message_id(store, event.history_id))
+
+
+def is_backfill(store, event, max_age_hours: float, now: datetime | None = None) -> bool:
+    """True when the mail behind ``event`` was received more than ``max_age_hours`` ago: history
+    being ingested (a backfill from git epochs, a first poll of a busy inbox) is tracked but not
+    announced, answered nor rerun as if it were new.  The age is the received time
+    (bot.tracker.trust.received_time), never the mail's own ``Date:``, which its sender writes."""
+    date = event_mail_received(store, event)
+    if date is None:
+        return False
+    if date.tzinfo is None:
+        date = date.replace(tzinfo=timezone.utc)
+    return (now or datetime.now(timezone.utc)) - date > timedelta(hours=max_age_hours)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote
@@ -172,6 +173,22 @@ def fields_from_claim(claim: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the run ------------------------------------------------------------------------------------
+@dataclass
+class _Cmd:
+    """One ``#regzbot`` command being applied: the mail, the command, the thread and record."""
+
+    msg: Any
+    cmd: RegzbotCommand
+    mid: str
+    actor: str | None
+    root: str | None
+    rid: int | None
+
+    @property
+    def kw(self) -> dict[str, Any]:
+        return dict(actor=self.actor, message_id=self.mid, source="regzbot")
+
+
 class _Run:
     """One update_tracker transaction."""
 
@@ -447,120 +464,139 @@ class _Run:
 
     def apply_command(self, msg: dict[str, Any], cmd: RegzbotCommand) -> tuple[str, int | None, str | None]:
         """Apply one command; returns (outcome, record id, note).  outcome: applied | pending
-        (the thread is not tracked yet: retried on later runs) | ignored | unknown."""
+        (the thread is not tracked yet: retried on later runs) | ignored | refused | unknown.
+        Each command has one handler in :data:`COMMANDS`, as in regzbot."""
         mid, actor = msg["message_id"], msg["from_addr"] or None
         root = self.root_of(mid)
-        rid = self.record_for_thread(root)
-        kw = dict(actor=actor, message_id=mid, source="regzbot")
-        if not cmd.known:
-            return "unknown", rid, f"unknown regzbot command {cmd.name!r}"
+        c = _Cmd(msg, cmd, mid, actor, root, self.record_for_thread(root))
+        if not cmd.known or cmd.name not in COMMANDS:
+            return "unknown", c.rid, f"unknown regzbot command {cmd.name!r}"
         name = cmd.name
         if not self.trust.may_command(name, actor):
             # closing a record or making one rerunnable is for [trust] trusted_senders only
             reason = (f"#regzbot {name} refused: the sender is not on [trust] trusted_senders "
                       "(only they may close records or start lab work by mail)")
-            if rid is not None:
-                self.history(rid, "command-refused", None, f"#regzbot {name}: {cmd.args}"[:500], note=reason, **kw)
-                self.touched.add(rid)
-            return "refused", rid, reason
-        if name == "introduced":
-            return self.cmd_introduced(msg, cmd, rid)
-        if name == "dup-of":
-            target_mid = MessageId.from_ref(cmd.url)
-            target = self.record_for_report(target_mid)
-            if target is None:
-                return "pending", rid, "the report it points at is not tracked (yet)"
-            if rid is None:
-                report = root if root and self.message(root) else mid
-                m = self.message(report) or msg
-                rid = self.create(report_message_id=report, title=clean_title(m["subject"]),
-                                  created_at=m["date"], actor=actor, source="regzbot", message_id=mid,
-                                  note="#regzbot dup-of")
-            if self.topmost(target) == rid:
-                return "ignored", rid, "would make the record a duplicate of itself"
-            self.mark_duplicate(rid, target, note=f"#regzbot dup-of: {cmd.args}", override=True, **kw)
-            return "applied", rid, None
-        if rid is None:
+            if c.rid is not None:
+                self.history(c.rid, "command-refused", None, f"#regzbot {name}: {cmd.args}"[:500], note=reason,
+                             **c.kw)
+                self.touched.add(c.rid)
+            return "refused", c.rid, reason
+        handler, needs_record = COMMANDS[name]
+        if needs_record and c.rid is None:
             return "pending", None, "thread not tracked (yet)"
-        if name == "title":
-            title = re.sub(r"\s+", " ", cmd.args).strip()[:300]
-            if not title:
-                return "ignored", rid, "empty title"
-            self.set_fields(rid, {"title": title, "title_source": "regzbot"}, override=True, **kw)
-        elif name == "dup":
-            other_mid = MessageId.from_ref(cmd.url)
-            other_url = None if other_mid else cmd.url
-            if not other_mid and not other_url:
-                return "ignored", rid, "no link given"
-            other = self.record_for_report(other_mid) if other_mid else self.tx.record_with_report_url(other_url)
-            if other is None:
-                m = self.message(other_mid) if other_mid else None
-                other = self.create(report_message_id=other_mid, report_url=other_url,
-                                    title=clean_title(m["subject"]) if m else (cmd.link_title or cmd.url),
-                                    created_at=m["date"] if m else None, actor=actor, source="regzbot",
-                                    message_id=mid, note="#regzbot dup")
-            if self.topmost(rid) == other:
-                return "ignored", rid, "would make the record a duplicate of itself"
-            self.mark_duplicate(other, rid, note=f"#regzbot dup: {cmd.args}", override=True, **kw)
-        elif name == "fix":
-            commit, subject = cmd.fix
-            if not commit and not subject:
-                return "ignored", rid, "no commit or subject given"
-            status, tree = "fix-pending", None
-            if commit and self.trees is not None:
-                info = self.trees.resolve(commit)
-                if info is not None:
-                    subject = subject or info.subject
-                    tree = ",".join(info.trees) or None
-                    if info.mainline:
-                        status = "fixed"
-            self.set_fields(rid, {"fix_commit": commit, "fix_subject": subject, "fix_tree": tree,
-                                  "status": status}, override=True, note=f"#regzbot fix: {cmd.args}", **kw)
-        elif name in ("resolve", "inconclusive"):
-            # regzbot's "inconclusive" stops tracking: resolved, with the word in the note (the
-            # lab's "inconclusive" status keeps a record open)
-            note = cmd.args or None
-            if name == "inconclusive":
-                note = f"inconclusive: {cmd.args}" if cmd.args else "inconclusive"
-            self.set_fields(rid, {"status": "resolved"}, override=True, note=note, **kw)
-        elif name in ("link", "monitor"):
-            url = cmd.url
-            if not url:
-                return "ignored", rid, "no link given"
-            target = MessageId.from_ref(url) or url
-            if self.relate(rid, target, name, url=url if "://" in url else lore_url(target),
-                           title=cmd.link_title, added_by=mid):
-                self.history(rid, name, None, url, note=cmd.link_title, **kw)
-                self.touched.add(rid)
-        elif name in ("unlink", "unmonitor"):
-            url = cmd.url
-            if not url:
-                return "ignored", rid, "no link given"
-            target = MessageId.from_ref(url) or url
-            rel = "link" if name == "unlink" else "monitor"
-            gone = self.tx.remove_relations(rid, rel, target, url)
-            if not gone:
-                return "ignored", rid, f"not {rel}ed"
-            self.history(rid, rel, url, None, **kw)
-            self.touched.add(rid)
-        elif name == "backburner":
-            self.set_fields(rid, {"status": "backburner"}, override=True, note=cmd.args or None, **kw)
-        elif name == "unbackburn":
-            rec = self.record(rid)
-            if rec["status"] != "backburner":
-                return "ignored", rid, "not on the back burner"
-            prev = self.tx.status_before(rid, "backburner")
-            if prev not in STATUSES or prev == "backburner":
-                prev = "triaged" if _has_facts(rec) else "reported"
-            self.set_fields(rid, {"status": prev}, override=True, note=cmd.args or None, **kw)
-        elif name in ("ignore-activity", "poke"):
-            self.tx.mute_activity(mid)
-            if name == "poke":
-                self.history(rid, "poke", None, None, **kw)
-        return "applied", rid, None
+        return handler(self, c) or ("applied", c.rid, None)
 
-    def cmd_introduced(self, msg: dict[str, Any], cmd: RegzbotCommand,
-                       rid: int | None) -> tuple[str, int | None, str | None]:
+    # one handler per command: (outcome, record id, note), or None for ("applied", c.rid, None)
+    def cmd_dup_of(self, c: _Cmd):
+        target = self.record_for_report(MessageId.from_ref(c.cmd.url))
+        if target is None:
+            return "pending", c.rid, "the report it points at is not tracked (yet)"
+        if c.rid is None:
+            report = c.root if c.root and self.message(c.root) else c.mid
+            m = self.message(report) or c.msg
+            c.rid = self.create(report_message_id=report, title=clean_title(m["subject"]), created_at=m["date"],
+                                actor=c.actor, source="regzbot", message_id=c.mid, note="#regzbot dup-of")
+        if self.topmost(target) == c.rid:
+            return "ignored", c.rid, "would make the record a duplicate of itself"
+        self.mark_duplicate(c.rid, target, note=f"#regzbot dup-of: {c.cmd.args}", override=True, **c.kw)
+        return None
+
+    def cmd_title(self, c: _Cmd):
+        title = re.sub(r"\s+", " ", c.cmd.args).strip()[:300]
+        if not title:
+            return "ignored", c.rid, "empty title"
+        self.set_fields(c.rid, {"title": title, "title_source": "regzbot"}, override=True, **c.kw)
+        return None
+
+    def cmd_dup(self, c: _Cmd):
+        other_mid = MessageId.from_ref(c.cmd.url)
+        other_url = None if other_mid else c.cmd.url
+        if not other_mid and not other_url:
+            return "ignored", c.rid, "no link given"
+        other = self.record_for_report(other_mid) if other_mid else self.tx.record_with_report_url(other_url)
+        if other is None:
+            m = self.message(other_mid) if other_mid else None
+            other = self.create(report_message_id=other_mid, report_url=other_url,
+                                title=clean_title(m["subject"]) if m else (c.cmd.link_title or c.cmd.url),
+                                created_at=m["date"] if m else None, actor=c.actor, source="regzbot",
+                                message_id=c.mid, note="#regzbot dup")
+        if self.topmost(c.rid) == other:
+            return "ignored", c.rid, "would make the record a duplicate of itself"
+        self.mark_duplicate(other, c.rid, note=f"#regzbot dup: {c.cmd.args}", override=True, **c.kw)
+        return None
+
+    def cmd_fix(self, c: _Cmd):
+        commit, subject = c.cmd.fix
+        if not commit and not subject:
+            return "ignored", c.rid, "no commit or subject given"
+        status, tree = "fix-pending", None
+        if commit and self.trees is not None:
+            info = self.trees.resolve(commit)
+            if info is not None:
+                subject = subject or info.subject
+                tree = ",".join(info.trees) or None
+                if info.mainline:
+                    status = "fixed"
+        self.set_fields(c.rid, {"fix_commit": commit, "fix_subject": subject, "fix_tree": tree, "status": status},
+                        override=True, note=f"#regzbot fix: {c.cmd.args}", **c.kw)
+        return None
+
+    def cmd_resolve(self, c: _Cmd):
+        # regzbot's "inconclusive" stops tracking: resolved, with the word in the note (the
+        # lab's "inconclusive" status keeps a record open)
+        note = c.cmd.args or None
+        if c.cmd.name == "inconclusive":
+            note = f"inconclusive: {c.cmd.args}" if c.cmd.args else "inconclusive"
+        self.set_fields(c.rid, {"status": "resolved"}, override=True, note=note, **c.kw)
+        return None
+
+    def cmd_link(self, c: _Cmd):
+        url = c.cmd.url
+        if not url:
+            return "ignored", c.rid, "no link given"
+        target = MessageId.from_ref(url) or url
+        if self.relate(c.rid, target, c.cmd.name, url=url if "://" in url else lore_url(target),
+                       title=c.cmd.link_title, added_by=c.mid):
+            self.history(c.rid, c.cmd.name, None, url, note=c.cmd.link_title, **c.kw)
+            self.touched.add(c.rid)
+        return None
+
+    def cmd_unlink(self, c: _Cmd):
+        url = c.cmd.url
+        if not url:
+            return "ignored", c.rid, "no link given"
+        rel = "link" if c.cmd.name == "unlink" else "monitor"
+        if not self.tx.remove_relations(c.rid, rel, MessageId.from_ref(url) or url, url):
+            return "ignored", c.rid, f"not {rel}ed"
+        self.history(c.rid, rel, url, None, **c.kw)
+        self.touched.add(c.rid)
+        return None
+
+    def cmd_backburner(self, c: _Cmd):
+        self.set_fields(c.rid, {"status": "backburner"}, override=True, note=c.cmd.args or None, **c.kw)
+        return None
+
+    def cmd_unbackburn(self, c: _Cmd):
+        rec = self.record(c.rid)
+        if rec["status"] != "backburner":
+            return "ignored", c.rid, "not on the back burner"
+        prev = self.tx.status_before(c.rid, "backburner")
+        if prev not in STATUSES or prev == "backburner":
+            prev = "triaged" if _has_facts(rec) else "reported"
+        self.set_fields(c.rid, {"status": prev}, override=True, note=c.cmd.args or None, **c.kw)
+        return None
+
+    def cmd_ignore_activity(self, c: _Cmd):
+        self.tx.mute_activity(c.mid)
+        if c.cmd.name == "poke":
+            self.history(c.rid, "poke", None, None, **c.kw)
+        return None
+
+    def cmd_introduced(self, c: _Cmd) -> tuple[str, int | None, str | None]:
+        return self.introduced(c.msg, c.cmd, c.rid)
+
+    def introduced(self, msg: dict[str, Any], cmd: RegzbotCommand,
+                   rid: int | None) -> tuple[str, int | None, str | None]:
         mid, actor = msg["message_id"], msg["from_addr"] or None
         intro = cmd.introduced
         if intro is None:
@@ -691,6 +727,17 @@ class _Run:
         for head, body in sorted(self.tx.messages_with_bodies(pending), key=lambda x: _date_order(x[0])):
             self.run_commands(head, parse_commands(body), retry=True)
 
+
+# command -> (handler, whether the thread must be tracked already)
+COMMANDS: dict[str, tuple[Any, bool]] = {
+    "introduced": (_Run.cmd_introduced, False), "dup-of": (_Run.cmd_dup_of, False),
+    "title": (_Run.cmd_title, True), "dup": (_Run.cmd_dup, True), "fix": (_Run.cmd_fix, True),
+    "resolve": (_Run.cmd_resolve, True), "inconclusive": (_Run.cmd_resolve, True),
+    "link": (_Run.cmd_link, True), "monitor": (_Run.cmd_link, True),
+    "unlink": (_Run.cmd_unlink, True), "unmonitor": (_Run.cmd_unlink, True),
+    "backburner": (_Run.cmd_backburner, True), "unbackburn": (_Run.cmd_unbackburn, True),
+    "ignore-activity": (_Run.cmd_ignore_activity, True), "poke": (_Run.cmd_ignore_activity, True),
+}
 
 _EPOCH = datetime.min.replace(tzinfo=timezone.utc)
 
