@@ -439,7 +439,8 @@ def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[Record] | No
             out[rid].messages.append(RelatedMessage(**{**d, "date": aware(d["date"])}))
         for x in conn.execute(select(h).where(h.c.regression_id.in_(found)).order_by(h.c.id)).mappings():
             out[x["regression_id"]].history.append(_history(x))
-        for rid, dup in conn.execute(select(r.c.duplicate_of, r.c.id).where(r.c.duplicate_of.in_(found))
+        for rid, dup in conn.execute(select(r.c.duplicate_of, r.c.id)
+                                     .where(r.c.duplicate_of.is_not(None), r.c.duplicate_of.in_(found))
                                      .order_by(r.c.id)):
             out[rid].duplicates.append(dup)
     return out
@@ -456,15 +457,17 @@ def record_rows(store: Store, ids: Iterable[int]) -> list[Record]:
     return [rows[i] for i in ids if i in rows]
 
 
-def fetch_page(store: Store, rows_q, ids_q, *, limit: int, offset: int = 0) -> tuple[list[Record], int]:
-    """(one page of ``rows_q``'s records, most recently updated first; how many ``ids_q``
-    selects) in one statement: the total rides along as an uncorrelated scalar subquery (the
-    database computes it once).  Only a page that comes back empty past the first row costs a
-    second statement, for the total."""
+def fetch_page(store: Store, ids_q, *, limit: int, offset: int = 0) -> tuple[list[Record], int]:
+    """(one page of the records ``ids_q`` selects, most recently updated first; how many it
+    selects) in one statement: the page's ids are chosen from the index alone (a deferred join:
+    only the page's rows are read whole), and the total rides along as an uncorrelated scalar
+    subquery.  Only a page that comes back empty past the first row costs a second statement,
+    for the total."""
     r = ts.regressions
+    order = (r.c.updated_at.desc(), r.c.id.desc())
     count_q = select(func.count()).select_from(ids_q.subquery())
-    q = (rows_q.add_columns(count_q.scalar_subquery().label("_total"))
-         .order_by(r.c.updated_at.desc(), r.c.id.desc()).limit(max(0, int(limit))).offset(offset))
+    page_ids = ids_q.order_by(*order).limit(max(0, int(limit))).offset(offset)
+    q = select(r, count_q.scalar_subquery().label("_total")).where(r.c.id.in_(page_ids)).order_by(*order)
     with store.engine.connect() as conn:
         rows = list(conn.execute(q).mappings()) if limit > 0 else []
         if rows:
@@ -556,12 +559,11 @@ def search(store: Store, filters: list[tuple[Any, str | None]], *, limit: int = 
     r = ts.regressions
     dialect = store.engine.dialect.name
     (first, first_key), rest = filters[0], filters[1:]
-    rows_q = select_records(first, since_key=first_key, dialect=dialect)
     ids_q = select_records(first, since_key=first_key, columns=[r.c.id], dialect=dialect)
     for f, key in rest:
         inner = select_records(f, since_key=key, columns=[r.c.id], dialect=dialect).correlate(None)
-        rows_q, ids_q = rows_q.where(r.c.id.in_(inner)), ids_q.where(r.c.id.in_(inner))
-    return fetch_page(store, rows_q, ids_q, limit=limit, offset=offset)
+        ids_q = ids_q.where(r.c.id.in_(inner))
+    return fetch_page(store, ids_q, limit=limit, offset=offset)
 
 
 def subsystems(store: Store, limit: int = 500) -> list[str]:

@@ -57,7 +57,8 @@ regressions = Table(
     Column("updated_at", TZ, nullable=False),  # last change or counted activity
 )
 Index("ix_regressions_status_updated", regressions.c.status, regressions.c.updated_at)
-Index("ix_regressions_subsystem", regressions.c.subsystem)
+# list pages: filter by subsystem and status, order by updated_at, from the index alone
+Index("ix_regressions_subsystem_status_updated", regressions.c.subsystem, regressions.c.status, regressions.c.updated_at)
 Index("ix_regressions_kind", regressions.c.kind)
 Index("ix_regressions_culprit", regressions.c.culprit_commit)
 Index("ix_regressions_created", regressions.c.created_at)
