@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -157,6 +158,23 @@ def pg_reachable(url: str) -> bool:
         return False
 
 
+@contextmanager
+def pg_schema(url: str):
+    """A database URL on a fresh PostgreSQL schema, dropped afterwards."""
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    plain = url.replace("postgresql+psycopg", "postgresql")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        sep = "&" if "?" in url else "?"
+        yield f"{url}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(plain, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=100_000)
@@ -175,21 +193,11 @@ def main() -> int:
         ok &= report("SQLite", measure(store, args.repeat), fill_s, args.records)
         store.close()
     if not args.no_pg and pg_reachable(args.pg):
-        import psycopg
-
-        schema = f"bench_{uuid.uuid4().hex[:10]}"
-        plain = args.pg.replace("postgresql+psycopg", "postgresql")
-        with psycopg.connect(plain, autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            sep = "&" if "?" in args.pg else "?"
-            store = Store(f"{args.pg}{sep}options=-csearch_path%3D{schema}")
+        with pg_schema(args.pg) as url:
+            store = Store(url)
             fill_s = fill(store, args.records)
             ok &= report("PostgreSQL", measure(store, args.repeat), fill_s, args.records)
             store.close()
-        finally:
-            with psycopg.connect(plain, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
     elif not args.no_pg:
         print(f"\nPostgreSQL not reachable at {args.pg}: skipped")
     print(f"\nall medians under {TARGET_MS} ms" if ok else f"\nsome medians over {TARGET_MS} ms")

@@ -23,7 +23,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 from urllib.parse import quote
 
@@ -31,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from query import fill, pg_reachable  # noqa: E402  (bench/query.py)
+from query import fill, pg_reachable, pg_schema  # noqa: E402  (bench/query.py)
 
 QUERY = "open regressions in mm/"
 URLS = [
@@ -132,18 +131,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         ok &= run(f"sqlite:///{d}/bench.sqlite3", "SQLite", args)
     if args.pg and pg_reachable(args.pg):
-        import psycopg
-
-        schema = f"bench_{uuid.uuid4().hex[:10]}"
-        plain = args.pg.replace("postgresql+psycopg", "postgresql")
-        with psycopg.connect(plain, autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA "{schema}"')
-        try:
-            sep = "&" if "?" in args.pg else "?"
-            ok &= run(f"{args.pg}{sep}options=-csearch_path%3D{schema}", "PostgreSQL", args)
-        finally:
-            with psycopg.connect(plain, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        with pg_schema(args.pg) as url:
+            ok &= run(url, "PostgreSQL", args)
     print("\nall targets met" if ok else "\nsome targets missed")
     return 0 if ok else 1
 
