@@ -439,9 +439,8 @@ def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[Record] | No
             out[rid].messages.append(RelatedMessage(**{**d, "date": aware(d["date"])}))
         for x in conn.execute(select(h).where(h.c.regression_id.in_(found)).order_by(h.c.id)).mappings():
             out[x["regression_id"]].history.append(_history(x))
-        for rid, dup in conn.execute(select(r.c.duplicate_of, r.c.id)
-                                     .where(r.c.duplicate_of.is_not(None), r.c.duplicate_of.in_(found))
-                                     .order_by(r.c.id)):
+        # sorted here: an ORDER BY id would make SQLite walk the whole table in id order
+        for rid, dup in sorted(conn.execute(select(r.c.duplicate_of, r.c.id).where(r.c.duplicate_of.in_(found)))):
             out[rid].duplicates.append(dup)
     return out
 
