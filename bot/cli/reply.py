@@ -42,7 +42,8 @@ def register(main: click.Group) -> None:
         rate-limited, once per event).  The SMTP password is read from
         $REGTRIAGE_SMTP_PASSWORD or [mail] password_file only.
         """
-        from bot.reply.replies import EVENT_KINDS, ReplyError, run_reply
+        from bot.reply.compose import EVENT_KINDS, ReplyError
+        from bot.reply.run import run_reply
         from bot.tracker.records import find_record
 
         if send and to_stdout:
@@ -84,7 +85,7 @@ def register(main: click.Group) -> None:
     @click.pass_obj
     def replies_cmd(obj, ident, limit, as_json):
         """Replies drafted, sent, refused or failed (newest first), with the reasons."""
-        from bot.reply.replies import list_replies
+        from storage.replies import list_replies
         from bot.tracker.records import find_record
 
         rid = None
@@ -94,13 +95,12 @@ def register(main: click.Group) -> None:
                 raise click.ClickException(f"no regression record {ident}")
         rows = list_replies(obj.store, rid, limit)
         if as_json:
-            _dump(rows)
+            _dump([r.as_dict() for r in rows])
             return
         from bot.cli.tools import console
 
         table = _table("id", "record", "event", "status", "when", "message-id", "reason / draft")
         for r in rows:
-            table.add_row(str(r["id"]), f"#{r['regression_id']}", r["event_kind"], r["status"],
-                          f"{r['created_at']:%Y-%m-%d %H:%M}", r["message_id"] or "",
-                          r["reason"] or r["outbox_path"] or "")
+            table.add_row(str(r.id), f"#{r.regression_id}", r.event_kind, r.status, f"{r.created_at:%Y-%m-%d %H:%M}",
+                          r.message_id or "", r.reason or r.outbox_path or "")
         console().print(table)
