@@ -294,24 +294,28 @@ class Deliverer:
                                for (kind, account), grp in groups.items()))
         return stats
 
+    def _count_failure(self, row: Notification, err: str, *, permanent: bool, now: datetime,
+                       stats: dict[str, Any]) -> None:
+        state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
+        stats["failed" if state == "failed" else "retry"] += 1
+        stats["errors"][row.target] = err
+
     async def _run_group(self, kind: str, account: str, rows: list[Notification], now: datetime,
                          stats: dict[str, Any]) -> None:
+        """The due rows of one connection: connect (or count the attempt of each), then send in
+        order, holding back later rows of a record whose earlier row is not out yet."""
         try:
             adapter = await asyncio.wait_for(self._adapter(kind, account), self.s.send_timeout + 5)
         except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
             err = describe(exc) if not isinstance(exc, asyncio.TimeoutError) else \
                 timed_out("connecting", self.adapters.get((kind, account)))
-            permanent = isinstance(exc, PermanentError)
             for row in rows:
                 if self._claim(row.id, now):
-                    state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
-                    stats["failed" if state == "failed" else "retry"] += 1
-                    stats["errors"][row.target] = err
+                    self._count_failure(row, err, permanent=isinstance(exc, PermanentError), now=now, stats=stats)
             return
         held: set[tuple[str, int | None]] = set()
         down: str | None = None
         for row in rows:
-            spec = self.s.resolve_target(row.target)
             hold_key = (row.target, row.regression_id)
             if row.regression_id is not None and hold_key in held:
                 stats["waiting"] += 1
@@ -327,24 +331,29 @@ class Deliverer:
                 held.add(hold_key)
                 stats["waiting"] += 1
                 continue
-            root, last = self._thread(row)
-            payload = row.payload or {}
-            msg = OutMessage(text=payload.get("text") or "", html=payload.get("html"), txn_id=txn_id(row.key),
-                             thread_root=root, reply_to=last)
-            try:
-                sent = await asyncio.wait_for(adapter.send(spec.dest, msg), self.s.send_timeout)
-            except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                err = timed_out("sending", adapter) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
-                permanent = isinstance(exc, PermanentError)
-                state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
-                stats["failed" if state == "failed" else "retry"] += 1
-                stats["errors"][row.target] = err
+            sent, down = await self._send_row(adapter, row, now, stats)
+            if not sent:
                 held.add(hold_key)
-                if not permanent and not getattr(adapter, "connected", True):
-                    down = err
-                continue
-            self._mark_sent(row, sent.remote_id, sent.thread_root)
-            stats["sent"] += 1
+
+    async def _send_row(self, adapter, row: Notification, now: datetime,
+                        stats: dict[str, Any]) -> tuple[bool, str | None]:
+        """Send one claimed row (threaded under the record's first message in a Matrix room).
+        Returns (whether it was sent, the error when the connection is down since)."""
+        spec = self.s.resolve_target(row.target)
+        root, last = self._thread(row)
+        payload = row.payload or {}
+        msg = OutMessage(text=payload.get("text") or "", html=payload.get("html"), txn_id=txn_id(row.key),
+                         thread_root=root, reply_to=last)
+        try:
+            sent = await asyncio.wait_for(adapter.send(spec.dest, msg), self.s.send_timeout)
+        except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
+            err = timed_out("sending", adapter) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+            permanent = isinstance(exc, PermanentError)
+            self._count_failure(row, err, permanent=permanent, now=now, stats=stats)
+            return False, (err if not permanent and not getattr(adapter, "connected", True) else None)
+        self._mark_sent(row, sent.remote_id, sent.thread_root)
+        stats["sent"] += 1
+        return True, None
 
 
 def deliver_pending(store, config=None, *, settings: NotifySettings | None = None, now: datetime | None = None,
