@@ -105,7 +105,8 @@ def test_transition_of_a_history_row(store, new_record):
     rid = new_record(status="confirmed")
     with store.engine.begin() as conn:
         hid = conn.execute(insert(ts.regression_history).values(
-            regression_id=rid, at=T0, field="status", old="reported", new="confirmed", source="user")).inserted_primary_key[0]
+            regression_id=rid, at=T0, field="status", old="reported", new="confirmed", source="user",
+        )).inserted_primary_key[0]
     at, status = db.transition(store, hid, rid)
     assert (at, status) == (T0, "confirmed") and at.tzinfo is not None
     assert db.transition(store, hid + 1000, rid + 1000) == (None, None)

@@ -27,7 +27,6 @@ def valid_address(addr: str | None) -> bool:
     return bool(addr) and len(addr) <= 254 and bool(_ADDR.fullmatch(addr)) and ".." not in addr
 
 
-
 def _decode_words(text: str) -> str:
     if "=?" not in text:
         return text
@@ -81,13 +80,13 @@ def is_list(addr: str, settings: MailSettings, extra_lists: Iterable[str] = ()) 
     return any(_domain_matches(domain, p) for p in settings.list_domains)
 
 
-
 def recipients(answered: Answered, settings: MailSettings,
                report_authors: Iterable[str] = ()) -> tuple[list, list, list]:
     """(to, cc, dropped).  From -> To; of its To + Cc, with ``[mail] reply_to = "author+list"``
     (the default) only the mailing lists -> Cc (the other addresses came from mail anyone can
-    forge; the report's author, ``report_authors``, stays), with ``"all"`` every address -> Cc.  Deduplicated case-insensitively; the bot and
-    ``never_cc`` removed; lists not allow-listed dropped."""
+    forge; the report's author, ``report_authors``, stays), with ``"all"`` every address -> Cc.
+    Deduplicated case-insensitively; the bot and ``never_cc`` removed; lists not allow-listed
+    dropped."""
     own, never = settings.own_addresses, set(settings.never_cc)
     extra_lists = list_post_addresses(answered.list_post)
     seen: set[str] = set()
@@ -132,7 +131,6 @@ def recipients(answered: Answered, settings: MailSettings,
     return to, cc, dropped
 
 
-
 def check_recipients(c: Composed, settings: MailSettings) -> str | None:
     """Why ``--send`` must refuse this reply, or None."""
     if not c.recipients:
@@ -144,7 +142,6 @@ def check_recipients(c: Composed, settings: MailSettings) -> str | None:
     if settings.max_recipients and len(c.recipients) > settings.max_recipients:
         return f"{len(c.recipients)} recipients, more than [mail] max_recipients = {settings.max_recipients}"
     return None
-
 
 
 def is_own(msg: dict[str, Any], settings: MailSettings) -> bool:

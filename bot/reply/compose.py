@@ -43,7 +43,6 @@ def reply_subject(subject: str | None) -> str:
     return f"Re: {rest or '(no subject)'}"
 
 
-
 @dataclass
 class Composed:
     msg: EmailMessage
@@ -66,7 +65,6 @@ class Composed:
 
     def recipients_json(self) -> dict[str, Any]:
         return {"to": [a for _, a in self.to], "cc": [a for _, a in self.cc], "dropped": self.dropped}
-
 
 
 def facts_of(e: dict[str, Any]) -> dict[str, Any]:
@@ -263,7 +261,6 @@ def compose(e: dict[str, Any], answered: Answered, settings: MailSettings, *, ev
     msg["X-Regtriage-Record"] = str(int(e["id"]))
     return Composed(msg=msg, to=to, cc=cc, dropped=dropped, notes=notes, event_kind=kind, event_key=key,
                     facts_hash=digest, in_reply_to=in_reply_to)
-
 
 
 def message_bytes(msg: EmailMessage, linesep: str = "\n") -> bytes:

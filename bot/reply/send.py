@@ -20,7 +20,6 @@ class SendError(Exception):
     """Sending failed; the message is safe to show (no secrets)."""
 
 
-
 def write_outbox(msg: EmailMessage, outbox: Path) -> Path:
     """Store the message in the ``outbox`` maildir (``new/``); returns the file's path."""
     Path(outbox).parent.mkdir(parents=True, exist_ok=True)
