@@ -19,11 +19,11 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Iterable, Iterator
 
-from sqlalchemy import and_, func, insert, or_, select, text, update
+from sqlalchemy import and_, func, insert, or_, select, update
 
 import storage.tracker_schema as ts
 from storage import schema
-from storage.locks import TRACKER_CURSORS
+from storage.locks import TRACKER, xact_lock
 from storage.store import Store, aware
 
 
@@ -369,8 +369,7 @@ class RecordTx:
     def lock_cursor(self, key: str, value: Any, now: datetime) -> None:
         """Write the cursor row first: serialises concurrent runs (SQLite takes its write lock;
         on PostgreSQL an advisory transaction lock is taken as well)."""
-        if self.conn.dialect.name == "postgresql":
-            self.conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": TRACKER_CURSORS})
+        xact_lock(self.conn, TRACKER)
         self.set_cursor(key, value, now)
 
     def set_cursor(self, key: str, value: Any, now: datetime) -> None:

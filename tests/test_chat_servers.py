@@ -875,7 +875,7 @@ def test_outage_then_exactly_once(records, ircd, synapse, settings_for, monkeypa
         real_mark = outbox.Deliverer._mark_sent
 
         def crash(self, row, remote_id, thread_root):
-            if row["target_kind"] == "matrix":
+            if row.target_kind == "matrix":
                 raise KeyboardInterrupt("crash after the server accepted the message")
             return real_mark(self, row, remote_id, thread_root)
 

@@ -38,7 +38,7 @@ from bot.lab.matching import Requirements, match
 from bot.lab.recipes import Limits
 from bot.sources.limits import IngestLimits
 from bot.notify import settings as notify_settings
-from bot.reply.replies import MailSettings
+from bot.reply.settings import MailSettings
 from bot.service.run import Service
 from bot.service.hooks import reply_policy
 from bot.sources.lore import LoreSettings

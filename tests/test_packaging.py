@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK = r"""
 import sys
 from pathlib import Path
-import bot, bot.reply.replies as reply, bot.tracker.entry as te, bot.web.app as web
+import bot, bot.reply.compose as reply, bot.tracker.entry as te, bot.web.app as web
 prefix = Path(sys.argv[1]).resolve()
 assert Path(bot.__file__).resolve().is_relative_to(prefix), bot.__file__
 assert te.TEMPLATES.resolve().is_relative_to(prefix), te.TEMPLATES

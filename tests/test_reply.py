@@ -1,4 +1,4 @@
-"""The bot's mail replies (bot.reply.replies, ``regtriage reply``): composed from records built through
+"""The bot's mail replies (bot.reply, ``regtriage reply``): composed from records built through
 the real ingest -> triage -> track pipeline, sent through a real SMTP server (aiosmtpd on
 127.0.0.1, plain, STARTTLS with a self-signed certificate, implicit TLS; AUTH LOGIN and
 PLAIN), and checked as they arrived: threading headers, reply-all recipients, the body,
@@ -102,9 +102,9 @@ def rid_of(store, msgid):
 
 
 def reply_rows(store, rid=None):
-    from bot.reply.replies import list_replies
+    from storage.replies import list_replies
 
-    return list(reversed(list_replies(store, rid, 1000)))
+    return [r.as_dict() for r in reversed(list_replies(store, rid, 1000))]
 
 
 def db_text(store) -> str:
@@ -231,7 +231,7 @@ def addrs(msg, name):
 # -- end to end ----------------------------------------------------------------------------------------
 def test_default_reply_goes_to_the_author_and_the_lists_only(store, tmp_path):
     from bot.config import load
-    from bot.reply.replies import run_reply
+    from bot.reply.run import run_reply
 
     build(store, A1, A2)
     rid = rid_of(store, "reg-a1@example.org")
@@ -516,7 +516,7 @@ def test_dry_run_outbox_and_stdout(store, cli, tmp_path, home):
 def test_stdout_dry_run_needs_no_mail_from(store, cli, tmp_path, home):
     """`reply ID --stdout` prints the reply with a placeholder sender, and says so, when
     [mail] from is not set; drafting and sending still refuse without it."""
-    from bot.reply.replies import PLACEHOLDER_FROM
+    from bot.reply.settings import PLACEHOLDER_FROM
 
     build(store, A1, A2)
     rid = rid_of(store, "reg-a1@example.org")
@@ -538,7 +538,7 @@ def test_stdout_dry_run_needs_no_mail_from(store, cli, tmp_path, home):
 # -- compose: the pure function ---------------------------------------------------------------------
 def _settings(**mail):
     from bot.config import Config
-    from bot.reply.replies import MailSettings
+    from bot.reply.settings import MailSettings
 
     data = {"mail": {"from": BOT, "allowed_lists": ["linux-mm@kvack.org"], **mail},
             "web": {"base_url": "https://regtriage.example.org/"}}
@@ -557,7 +557,8 @@ def _entry(**kw):
 
 
 def test_compose_subject_references_and_injection():
-    from bot.reply.replies import Answered, compose, message_bytes, reply_subject
+    from bot.reply.answered import Answered
+    from bot.reply.compose import compose, message_bytes, reply_subject
 
     assert reply_subject("Re: Re: RE: foo") == "Re: foo"
     assert reply_subject("Aw: Re[2]: foo") == "Re: foo"
@@ -591,7 +592,8 @@ def test_compose_subject_references_and_injection():
 
 
 def test_compose_wrapping_title_and_event_key():
-    from bot.reply.replies import Answered, compose, event_of
+    from bot.reply.answered import Answered
+    from bot.reply.compose import compose, event_of
 
     e = _entry(title="A much clearer title", culprit={"commit": CULPRIT, "subject": "x " * 60, "url": ""},
                numbers=[{"label": "throughput " * 12, "value": 1, "unit": None, "stdev": None, "n": None}])
@@ -634,7 +636,9 @@ def test_non_ascii_body_8bitmime(store, cli, tmp_path, smtpd):
 
 
 def test_qp_when_a_line_is_too_long_for_smtp():
-    from bot.reply.replies import Answered, _qp_copy, compose, message_bytes
+    from bot.reply.answered import Answered
+    from bot.reply.compose import compose, message_bytes
+    from bot.reply.send import _qp_copy
 
     long_mid = "x" * 990 + "@example.org"
     e = _entry(title="Größe", related=[{"relation": "link", "message_id": None, "url": "https://example.org/" + "y" * 1100,
@@ -654,7 +658,7 @@ def test_qp_when_a_line_is_too_long_for_smtp():
 
 
 def test_plaintext_auth_refused_before_connecting():
-    from bot.reply.replies import SendError, send_message
+    from bot.reply.send import SendError, send_message
 
     s = _settings(smtp_host="mail.example.org", starttls=False, user="bot")
     with pytest.raises(SendError, match="without TLS") as exc:

@@ -42,40 +42,7 @@ def register(main: click.Group) -> None:
         rate-limited, once per event).  The SMTP password is read from
         $REGTRIAGE_SMTP_PASSWORD or [mail] password_file only.
         """
-        from bot.reply.replies import EVENT_KINDS, ReplyError, run_reply
-        from bot.tracker.records import find_record
-
-        if send and to_stdout:
-            raise click.UsageError("--send and --stdout do not go together")
-        if event is not None and event not in EVENT_KINDS:
-            raise click.UsageError(f"--event: one of {', '.join(EVENT_KINDS)}")
-        rid = find_record(obj.store, ident)
-        if rid is None:
-            raise click.ClickException(f"no regression record {ident}")
-        mode = "send" if send else ("stdout" if to_stdout else "dry-run")
-        try:
-            out = run_reply(obj.store, obj.config, rid, mode=mode, force=force, event=event, answer=answer)
-        except ReplyError as exc:
-            raise click.ClickException(str(exc)) from None
-        if as_json:
-            d = out.to_dict()
-            if out.text is not None:
-                d["text"] = out.text
-            _dump(d)
-        elif out.status == "printed":
-            _echo_notes(out.notes)
-            click.echo(out.text, nl=False)
-        elif out.status == "drafted":
-            _echo_notes(out.notes)
-            click.echo(out.path)
-        elif out.status in ("refused", "failed"):
-            _echo_notes(out.notes)
-            click.echo(f"regtriage: {out.message}", err=True)
-        else:
-            _echo_notes(out.notes)
-            click.echo(out.message)
-        if not out.ok:
-            sys.exit(1)
+        _reply(obj, ident, send, to_stdout, force, event, answer, as_json)
 
     @main.command("replies")
     @click.argument("ident", required=False)
@@ -84,23 +51,64 @@ def register(main: click.Group) -> None:
     @click.pass_obj
     def replies_cmd(obj, ident, limit, as_json):
         """Replies drafted, sent, refused or failed (newest first), with the reasons."""
-        from bot.reply.replies import list_replies
-        from bot.tracker.records import find_record
+        _list_replies(obj, ident, limit, as_json)
 
-        rid = None
-        if ident:
-            rid = find_record(obj.store, ident)
-            if rid is None:
-                raise click.ClickException(f"no regression record {ident}")
-        rows = list_replies(obj.store, rid, limit)
-        if as_json:
-            _dump(rows)
-            return
-        from bot.cli.tools import console
 
-        table = _table("id", "record", "event", "status", "when", "message-id", "reason / draft")
-        for r in rows:
-            table.add_row(str(r["id"]), f"#{r['regression_id']}", r["event_kind"], r["status"],
-                          f"{r['created_at']:%Y-%m-%d %H:%M}", r["message_id"] or "",
-                          r["reason"] or r["outbox_path"] or "")
-        console().print(table)
+def _reply(obj, ident, send, to_stdout, force, event, answer, as_json) -> None:
+    """``reply``: run the reply and show its outcome; exit 1 when refused or failed."""
+    from bot.reply.compose import EVENT_KINDS, ReplyError
+    from bot.reply.run import run_reply
+    from bot.tracker.records import find_record
+
+    if send and to_stdout:
+        raise click.UsageError("--send and --stdout do not go together")
+    if event is not None and event not in EVENT_KINDS:
+        raise click.UsageError(f"--event: one of {', '.join(EVENT_KINDS)}")
+    rid = find_record(obj.store, ident)
+    if rid is None:
+        raise click.ClickException(f"no regression record {ident}")
+    mode = "send" if send else ("stdout" if to_stdout else "dry-run")
+    try:
+        out = run_reply(obj.store, obj.config, rid, mode=mode, force=force, event=event, answer=answer)
+    except ReplyError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        d = out.to_dict()
+        if out.text is not None:
+            d["text"] = out.text
+        _dump(d)
+    else:
+        _echo_notes(out.notes)
+        if out.status == "printed":
+            click.echo(out.text, nl=False)
+        elif out.status == "drafted":
+            click.echo(out.path)
+        elif out.status in ("refused", "failed"):
+            click.echo(f"regtriage: {out.message}", err=True)
+        else:
+            click.echo(out.message)
+    if not out.ok:
+        sys.exit(1)
+
+
+def _list_replies(obj, ident, limit, as_json) -> None:
+    """``replies``: the rows of one record or of all, newest first."""
+    from bot.tracker.records import find_record
+    from storage.replies import list_replies
+
+    rid = None
+    if ident:
+        rid = find_record(obj.store, ident)
+        if rid is None:
+            raise click.ClickException(f"no regression record {ident}")
+    rows = list_replies(obj.store, rid, limit)
+    if as_json:
+        _dump([r.as_dict() for r in rows])
+        return
+    from bot.cli.tools import console
+
+    table = _table("id", "record", "event", "status", "when", "message-id", "reason / draft")
+    for r in rows:
+        table.add_row(str(r.id), f"#{r.regression_id}", r.event_kind, r.status, f"{r.created_at:%Y-%m-%d %H:%M}",
+                      r.message_id or "", r.reason or r.outbox_path or "")
+    console().print(table)

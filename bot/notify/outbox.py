@@ -31,28 +31,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Callable
 
-from sqlalchemy import and_, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
-
-import storage.notify_schema as ns
 from bot.notify.base import DeliveryError, OutMessage, PermanentError, TransientError, describe
-from bot.notify.routing import STATUS_EVENTS, idempotency_key, normalize_event, route_event, txn_id
+from bot.notify.routing import idempotency_key, normalize_event, route_event, txn_id
 from bot.notify.settings import NotifySettings, TargetSpec, load_settings
+from storage import notifications as db
+from storage.notifications import Notification
 from storage.store import utcnow
 
 log = logging.getLogger("regtriage.notify.outbox")
 CURSOR = "notify:tracker"
-INSTANCE = "notify:instance"
 RESCAN = 200  # history rows re-read below the cursor (rows committed out of id order); enqueue is idempotent
-
-
-def _aware(dt: datetime | None) -> datetime | None:
-    if dt is not None and dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt
 
 
 def _settings(config, settings: NotifySettings | None) -> NotifySettings:
@@ -80,32 +71,11 @@ def timed_out(doing: str, adapter) -> str:
 
 
 # -- enqueue ---------------------------------------------------------------------------------------
-_instances: dict[str, str] = {}
-
-
 def instance_id(store) -> str:
     """A random id made once per database (cursor ``notify:instance``) and mixed into every
     idempotency key: record ids start again at 1 in a new database, and the homeserver must
     not take a new notification for a resend of an old one with the same transaction id."""
-    import secrets
-
-    from storage import schema
-
-    cached = _instances.get(store.url)
-    if cached:
-        return cached
-    c = schema.cursors
-    with store.engine.begin() as conn:
-        value = conn.execute(select(c.c.value).where(c.c.key == INSTANCE)).scalar()
-        if not value:
-            value = {"id": secrets.token_hex(16)}
-            try:
-                with conn.begin_nested():
-                    conn.execute(insert(c).values(key=INSTANCE, value=value, updated_at=utcnow()))
-            except IntegrityError:  # made by another process just now
-                value = conn.execute(select(c.c.value).where(c.c.key == INSTANCE)).scalar()
-    _instances[store.url] = value["id"]
-    return value["id"]
+    return db.instance_id(store)
 
 
 def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", settings: NotifySettings | None = None,
@@ -125,30 +95,14 @@ def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", se
         raise KeyError(f"no regression record {rid}")
     now = now or utcnow()
     out = []
-    n = ns.notifications
     instance = instance_id(store)
     for target in route_event(s.routes, event, e):
         spec = s.resolve_target(target)
         key = idempotency_key(event, rid, ref, spec.name, instance)
-        payload = render_payload(spec, event, e, s)
-        created = True
-        with store.engine.begin() as conn:
-            existing = conn.execute(select(n.c.id).where(n.c.key == key)).scalar()
-            if existing is None:
-                try:
-                    with conn.begin_nested():
-                        res = conn.execute(insert(n).values(
-                            key=key, event=event, regression_id=rid, ref=(ref or "")[:200], target=spec.name,
-                            target_kind=spec.kind, payload=payload, state="skipped" if skip_reason else "queued",
-                            attempts=0, last_error=skip_reason, next_attempt_at=now, created_at=now,
-                            updated_at=now))
-                    existing = res.inserted_primary_key[0]
-                except IntegrityError:  # another process queued it at the same moment
-                    existing = conn.execute(select(n.c.id).where(n.c.key == key)).scalar()
-                    created = False
-            else:
-                created = False
-        out.append({"id": existing, "target": spec.name, "key": key, "created": created})
+        row_id, created = db.enqueue(store, key=key, event=event, regression_id=rid, ref=ref, target=spec.name,
+                                     target_kind=spec.kind, payload=render_payload(spec, event, e, s), now=now,
+                                     skip_reason=skip_reason)
+        out.append({"id": row_id, "target": spec.name, "key": key, "created": created})
     return out
 
 
@@ -166,17 +120,12 @@ def announce(store, event, config=None, *, settings: NotifySettings | None = Non
     believed), a transition itself older than that (history from before the notifier ran), and
     a "new regression" / "rerun scheduled" for a record that has since been closed.
     Returns ``{"queued": n, "skipped": n, "reason": str | None}``."""
-    import storage.tracker_schema as ts
     from bot.tracker.events import is_backfill
 
     s = _settings(config, settings)
     now = now or utcnow()
     limit = timedelta(hours=s.max_age_hours)
-    with store.engine.connect() as conn:
-        at = _aware(conn.execute(select(ts.regression_history.c.at)
-                                 .where(ts.regression_history.c.id == event.history_id)).scalar())
-        status = conn.execute(select(ts.regressions.c.status)
-                              .where(ts.regressions.c.id == event.regression_id)).scalar()
+    at, status = db.transition(store, event.history_id, event.regression_id)
     reason = None
     if status is None:
         return {"queued": 0, "skipped": 0, "reason": "the record is gone"}
@@ -224,26 +173,24 @@ def scan_tracker(store, config=None, *, settings: NotifySettings | None = None) 
 
 
 # -- listing ----------------------------------------------------------------------------------------
+LISTED = ("id", "event", "regression_id", "target", "state", "attempts", "next_attempt_at", "last_error",
+          "remote_id", "thread_root", "created_at", "sent_at", "key")
+
+
+def listed(n: Notification) -> dict[str, Any]:
+    """A row as ``notify --list`` shows it (JSON-ready: times as ISO 8601 strings)."""
+    d = {k: getattr(n, k) for k in LISTED}
+    for k in ("next_attempt_at", "created_at", "sent_at"):
+        d[k] = d[k].isoformat() if d[k] else None
+    return d
+
+
 def list_notifications(store, *, state: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-    n = ns.notifications
-    q = select(n.c.id, n.c.event, n.c.regression_id, n.c.target, n.c.state, n.c.attempts, n.c.next_attempt_at,
-               n.c.last_error, n.c.remote_id, n.c.thread_root, n.c.created_at, n.c.sent_at, n.c.key)
-    if state:
-        q = q.where(n.c.state == state)
-    q = q.order_by(n.c.id.desc()).limit(limit)
-    with store.engine.connect() as conn:
-        rows = [dict(r) for r in conn.execute(q).mappings()]
-    for r in rows:
-        for k in ("next_attempt_at", "created_at", "sent_at"):
-            v = _aware(r[k])
-            r[k] = v.isoformat() if v else None
-    return rows
+    return [listed(n) for n in db.recent(store, state=state, limit=limit)]
 
 
 def counts(store) -> dict[str, int]:
-    n = ns.notifications
-    with store.engine.connect() as conn:
-        return {s: c for s, c in conn.execute(select(n.c.state, func.count()).group_by(n.c.state)).all()}
+    return db.state_counts(store)
 
 
 # -- delivery ---------------------------------------------------------------------------------------
@@ -294,81 +241,35 @@ class Deliverer:
         return a
 
     # -- row state changes -----------------------------------------------------------------------
-    def _claim(self, rid: int, now: datetime) -> bool:
-        n = ns.notifications
-        with self.store.engine.begin() as conn:
-            res = conn.execute(update(n).where(
-                n.c.id == rid, n.c.state == "queued", or_(n.c.lease_until.is_(None), n.c.lease_until < now))
-                .values(lease_until=now + timedelta(seconds=self.s.lease), updated_at=now))
-            return res.rowcount == 1
+    def _claim(self, row_id: int, now: datetime) -> bool:
+        return db.claim(self.store, row_id, now, timedelta(seconds=self.s.lease))
 
-    def _release(self, rid: int) -> None:
-        n = ns.notifications
-        with self.store.engine.begin() as conn:
-            conn.execute(update(n).where(n.c.id == rid, n.c.state == "queued").values(lease_until=None))
+    def _mark_sent(self, row: Notification, remote_id: str | None, thread_root: str | None) -> None:
+        db.mark_sent(self.store, row.id, remote_id=remote_id, thread_root=thread_root, now=utcnow())
 
-    def _mark_sent(self, row: dict[str, Any], remote_id: str | None, thread_root: str | None) -> None:
-        n = ns.notifications
-        now = utcnow()
-        with self.store.engine.begin() as conn:
-            conn.execute(update(n).where(n.c.id == row["id"], n.c.state == "queued").values(
-                state="sent", sent_at=now, updated_at=now, remote_id=remote_id, thread_root=thread_root,
-                attempts=n.c.attempts + 1, lease_until=None, last_error=None))
-
-    def _mark_failed_attempt(self, row: dict[str, Any], error: str, *, permanent: bool, now: datetime) -> str:
-        n = ns.notifications
-        attempts = int(row["attempts"]) + 1
+    def _mark_failed_attempt(self, row: Notification, error: str, *, permanent: bool, now: datetime) -> str:
+        """Count a failed attempt: retry later with exponential backoff, or give up (a
+        permanent error, ``max_attempts``).  Returns the row's new state."""
+        attempts = row.attempts + 1
         too_many = attempts >= self.s.max_attempts
         state = "failed" if permanent or too_many else "queued"
         if too_many and not permanent:
             error = f"{error} (gave up after {attempts} attempts)"
         delay = min(self.s.retry_max, self.s.retry_base * (2 ** min(attempts - 1, 30)))
-        with self.store.engine.begin() as conn:
-            conn.execute(update(n).where(n.c.id == row["id"], n.c.state == "queued").values(
-                state=state, attempts=attempts, last_error=error[:2000], lease_until=None, updated_at=now,
-                next_attempt_at=now + timedelta(seconds=delay)))
+        db.mark_attempt(self.store, row.id, state=state, attempts=attempts, error=error, now=now,
+                        next_attempt_at=now + timedelta(seconds=delay))
         return state
 
     def _expire(self, now: datetime) -> int:
-        n = ns.notifications
-        cutoff = now - timedelta(hours=self.s.max_age_hours)
-        with self.store.engine.begin() as conn:
-            res = conn.execute(update(n).where(n.c.state == "queued", n.c.created_at < cutoff).values(
-                state="failed", updated_at=now, lease_until=None,
-                last_error=func.coalesce(n.c.last_error, "") + f" (older than {self.s.max_age_hours:g} h: dropped)"))
-            return res.rowcount or 0
+        return db.expire(self.store, created_before=now - timedelta(hours=self.s.max_age_hours), now=now,
+                         note=f" (older than {self.s.max_age_hours:g} h: dropped)")
 
-    def _due(self, now: datetime, ignore_schedule: bool, limit: int) -> list[dict[str, Any]]:
-        n = ns.notifications
-        q = select(n).where(n.c.state == "queued", or_(n.c.lease_until.is_(None), n.c.lease_until < now))
-        if not ignore_schedule:
-            q = q.where(n.c.next_attempt_at <= now)
-        with self.store.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q.order_by(n.c.id).limit(limit)).mappings()]
-
-    def _earlier_pending(self, row: dict[str, Any]) -> bool:
-        if row["regression_id"] is None:
-            return False
-        n = ns.notifications
-        with self.store.engine.connect() as conn:
-            return conn.execute(select(n.c.id).where(
-                n.c.target == row["target"], n.c.regression_id == row["regression_id"], n.c.state == "queued",
-                n.c.id < row["id"]).limit(1)).first() is not None
-
-    def _thread(self, row: dict[str, Any]) -> tuple[str | None, str | None]:
-        """(root event, latest event) of the sent rows about the same record in the same room."""
-        if row["regression_id"] is None or row["target_kind"] != "matrix":
+    def _thread(self, row: Notification) -> tuple[str | None, str | None]:
+        """(root event, latest event) of the sent rows about the same record in the same room
+        (Matrix threads; IRC has none)."""
+        if row.target_kind != "matrix":
             return None, None
-        n = ns.notifications
-        cond = and_(n.c.target == row["target"], n.c.regression_id == row["regression_id"], n.c.state == "sent",
-                    n.c.remote_id.is_not(None), n.c.id != row["id"])
-        with self.store.engine.connect() as conn:
-            first = conn.execute(select(n.c.remote_id, n.c.thread_root).where(cond).order_by(n.c.id).limit(1)).first()
-            last = conn.execute(select(n.c.remote_id).where(cond).order_by(n.c.id.desc()).limit(1)).scalar()
-        if first is None:
-            return None, None
-        root = first.thread_root or first.remote_id
-        return root, last
+        return db.sent_thread(self.store, row)
 
     # -- the pass ------------------------------------------------------------------------------------
     async def run_once(self, *, now: datetime | None = None, ignore_schedule: bool = False,
@@ -377,14 +278,14 @@ class Deliverer:
         now = now or utcnow()
         stats: dict[str, Any] = {"due": 0, "sent": 0, "retry": 0, "failed": 0, "waiting": 0,
                                  "expired": self._expire(now), "errors": {}}
-        rows = self._due(now, ignore_schedule, limit)
+        rows = db.due(self.store, now, ignore_schedule=ignore_schedule, limit=limit)
         stats["due"] = len(rows)
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        groups: dict[tuple[str, str], list[Notification]] = {}
         for row in rows:
             try:
-                spec = self.s.resolve_target(row["target"])
+                spec = self.s.resolve_target(row.target)
             except Exception as exc:  # noqa: BLE001 - target no longer configured
-                if self._claim(row["id"], now):
+                if self._claim(row.id, now):
                     self._mark_failed_attempt(row, f"target no longer configured: {exc}", permanent=True, now=now)
                     stats["failed"] += 1
                 continue
@@ -393,57 +294,66 @@ class Deliverer:
                                for (kind, account), grp in groups.items()))
         return stats
 
-    async def _run_group(self, kind: str, account: str, rows: list[dict[str, Any]], now: datetime,
+    def _count_failure(self, row: Notification, err: str, *, permanent: bool, now: datetime,
+                       stats: dict[str, Any]) -> None:
+        state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
+        stats["failed" if state == "failed" else "retry"] += 1
+        stats["errors"][row.target] = err
+
+    async def _run_group(self, kind: str, account: str, rows: list[Notification], now: datetime,
                          stats: dict[str, Any]) -> None:
+        """The due rows of one connection: connect (or count the attempt of each), then send in
+        order, holding back later rows of a record whose earlier row is not out yet."""
         try:
             adapter = await asyncio.wait_for(self._adapter(kind, account), self.s.send_timeout + 5)
         except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
             err = describe(exc) if not isinstance(exc, asyncio.TimeoutError) else \
                 timed_out("connecting", self.adapters.get((kind, account)))
-            permanent = isinstance(exc, PermanentError)
             for row in rows:
-                if self._claim(row["id"], now):
-                    state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
-                    stats["failed" if state == "failed" else "retry"] += 1
-                    stats["errors"][row["target"]] = err
+                if self._claim(row.id, now):
+                    self._count_failure(row, err, permanent=isinstance(exc, PermanentError), now=now, stats=stats)
             return
         held: set[tuple[str, int | None]] = set()
         down: str | None = None
         for row in rows:
-            spec = self.s.resolve_target(row["target"])
-            hold_key = (row["target"], row["regression_id"])
-            if row["regression_id"] is not None and hold_key in held:
+            hold_key = (row.target, row.regression_id)
+            if row.regression_id is not None and hold_key in held:
                 stats["waiting"] += 1
                 continue
-            if not self._claim(row["id"], now):
+            if not self._claim(row.id, now):
                 continue
             if down is not None:  # the connection broke during this pass: count the attempt, retry later
                 self._mark_failed_attempt(row, down, permanent=False, now=now)
                 stats["retry"] += 1
                 continue
-            if self._earlier_pending(row):
-                self._release(row["id"])
+            if db.earlier_queued(self.store, row):
+                db.release(self.store, row.id)
                 held.add(hold_key)
                 stats["waiting"] += 1
                 continue
-            root, last = self._thread(row)
-            payload = row["payload"] or {}
-            msg = OutMessage(text=payload.get("text") or "", html=payload.get("html"), txn_id=txn_id(row["key"]),
-                             thread_root=root, reply_to=last)
-            try:
-                sent = await asyncio.wait_for(adapter.send(spec.dest, msg), self.s.send_timeout)
-            except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                err = timed_out("sending", adapter) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
-                permanent = isinstance(exc, PermanentError)
-                state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
-                stats["failed" if state == "failed" else "retry"] += 1
-                stats["errors"][row["target"]] = err
+            sent, down = await self._send_row(adapter, row, now, stats)
+            if not sent:
                 held.add(hold_key)
-                if not permanent and not getattr(adapter, "connected", True):
-                    down = err
-                continue
-            self._mark_sent(row, sent.remote_id, sent.thread_root)
-            stats["sent"] += 1
+
+    async def _send_row(self, adapter, row: Notification, now: datetime,
+                        stats: dict[str, Any]) -> tuple[bool, str | None]:
+        """Send one claimed row (threaded under the record's first message in a Matrix room).
+        Returns (whether it was sent, the error when the connection is down since)."""
+        spec = self.s.resolve_target(row.target)
+        root, last = self._thread(row)
+        payload = row.payload or {}
+        msg = OutMessage(text=payload.get("text") or "", html=payload.get("html"), txn_id=txn_id(row.key),
+                         thread_root=root, reply_to=last)
+        try:
+            sent = await asyncio.wait_for(adapter.send(spec.dest, msg), self.s.send_timeout)
+        except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
+            err = timed_out("sending", adapter) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
+            permanent = isinstance(exc, PermanentError)
+            self._count_failure(row, err, permanent=permanent, now=now, stats=stats)
+            return False, (err if not permanent and not getattr(adapter, "connected", True) else None)
+        self._mark_sent(row, sent.remote_id, sent.thread_root)
+        stats["sent"] += 1
+        return True, None
 
 
 def deliver_pending(store, config=None, *, settings: NotifySettings | None = None, now: datetime | None = None,

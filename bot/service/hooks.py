@@ -58,7 +58,7 @@ REPLY_MODES = {"off": None, "draft": "dry-run", "send": "send"}
 def reply_policy(config) -> tuple[str | None, tuple[str, ...]]:
     """``[service] replies`` (off | draft | send, default off) and ``[service] reply_on`` (the
     statuses that get a reply, default confirmed and not-reproduced) -> (run_reply mode, statuses)."""
-    from bot.reply.replies import EVENT_KINDS
+    from bot.reply.compose import EVENT_KINDS
 
     settings = config.section("service") if config is not None else {}
     mode = settings.get("replies", "off")
@@ -83,7 +83,9 @@ def _install_replies(service) -> None:
     if mode is None:
         return
     max_age = max_age_hours(service.config.section("service"), "reply_max_age_hours", "service")
-    from bot.reply.replies import MailSettings, ReplyError, run_reply
+    from bot.reply.compose import ReplyError
+    from bot.reply.run import run_reply
+    from bot.reply.settings import MailSettings
 
     MailSettings.from_config(service.config)  # a broken [mail] stops the start, with its reason
     def reply(event) -> None:

@@ -60,7 +60,7 @@ class ParsedMessage:
         return self.in_reply_to
 
 
-OWN_MAIL_HEADER = "X-Regtriage-Record"  # set on every mail regtriage writes (bot.reply.replies)
+OWN_MAIL_HEADER = "X-Regtriage-Record"  # set on every mail regtriage writes (bot.reply.compose)
 
 
 def is_own_mail(headers) -> bool:
