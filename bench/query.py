@@ -57,7 +57,7 @@ WORDS = ["page", "fault", "throughput", "latency", "zonelist", "allocation", "oo
 
 
 def make_rows(n: int, seed: int = 42):
-    from bot.tracker.records import search_text, version_key
+    from bot.tracker.fields import search_text, version_key
 
     rnd = random.Random(seed)
     statuses = list(STATUS_WEIGHTS)

@@ -82,7 +82,7 @@ def _insert(store, **kw):
                 numbers=[], evidence={}, overrides={}, ignore_activity=False, created_at=NOW - timedelta(days=5),
                 updated_at=NOW)
     base.update(kw)
-    from bot.tracker.records import search_text
+    from bot.tracker.fields import search_text
 
     base["search_text"] = search_text(base["title"], base.get("culprit_subject"), base.get("metric"))
     with store.engine.begin() as conn:
@@ -91,7 +91,7 @@ def _insert(store, **kw):
 
 @pytest.fixture
 def records(store):
-    from bot.tracker.records import version_key
+    from bot.tracker.fields import version_key
 
     ids = {}
     ids["mm_perf"] = _insert(store, title="page fault throughput drop (zonelist)", kind="performance",

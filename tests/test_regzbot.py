@@ -122,7 +122,7 @@ def test_msgid_from_ref(ref, msgid):
 
 
 def test_every_command_the_parser_knows_has_one_handler():
-    from bot.tracker import records, regzbot
+    from bot.tracker import commands, regzbot
 
-    assert set(records.COMMANDS) == set(regzbot.COMMANDS)
-    assert all(callable(handler) for handler, _ in records.COMMANDS.values())
+    assert set(commands.COMMANDS) == set(regzbot.COMMANDS)
+    assert all(callable(handler) for handler, _ in commands.COMMANDS.values())

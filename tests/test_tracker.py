@@ -14,7 +14,8 @@ from sqlalchemy import func, select
 
 import storage.tracker_schema as ts
 from bot.config import Config
-from bot.tracker.records import OPEN, get_record, set_status
+from bot.tracker.fields import OPEN
+from bot.tracker.records import get_record, set_status
 from bot.tracker.records import update_tracker as _update_tracker
 
 TRUST_ALL = {"trust": {"trusted_senders": ["*"]}}
@@ -510,7 +511,7 @@ def test_track_cli_show_record_and_markdown(store, db_url, home):
 
 
 def test_six_digit_culprit_is_kept_but_dedupes_only_exactly():
-    from bot.tracker.records import culprits_match, fields_from_claim
+    from bot.tracker.fields import culprits_match, fields_from_claim
 
     assert fields_from_claim({"culprit": {"commit": "de1414", "subject": None}})["culprit_commit"] == "de1414"
     assert fields_from_claim({"culprit": {"commit": "de14", "subject": None}})["culprit_commit"] is None

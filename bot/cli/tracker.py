@@ -161,7 +161,9 @@ def register(main: click.Group) -> None:
         """Set the status of a regression record by hand (recorded as a user change)."""
         import os
 
-        from bot.tracker.records import STATUSES, find_record, set_status
+        from bot.tracker.fields import STATUSES
+
+        from bot.tracker.records import find_record, set_status
 
         if status not in STATUSES:
             raise click.UsageError(f"unknown status {status!r}: one of {', '.join(STATUSES)}")

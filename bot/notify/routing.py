@@ -56,7 +56,7 @@ def normalize_event(name: str) -> str:
 
 def normalize_route_subsystem(value: str) -> str:
     """``mm/`` -> ``mm``; ``kernel/sched/`` -> ``sched`` (as records name core-kernel areas)."""
-    from bot.tracker.records import normalize_subsystem
+    from bot.tracker.fields import normalize_subsystem
 
     v = normalize_subsystem(value)
     if not v:
@@ -68,7 +68,7 @@ def subsystem_matches(prefix: str, subsystem: str | None) -> bool:
     """``prefix`` (normalised) covers ``subsystem`` at a path-component boundary."""
     if not subsystem:
         return False
-    from bot.tracker.records import normalize_subsystem
+    from bot.tracker.fields import normalize_subsystem
 
     s = normalize_subsystem(subsystem) or ""
     return s == prefix or s.startswith(prefix + "/")

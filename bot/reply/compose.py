@@ -21,7 +21,7 @@ from bot.reply.addresses import recipients
 from bot.reply.answered import Answered, valid_msgid
 from bot.reply.settings import MailSettings
 from bot.tracker.entry import WIDTH, clean_text, wrap_text
-from bot.tracker.records import STATUSES, clean_title, culprit_url
+from bot.tracker.fields import STATUSES, clean_title, culprit_url
 
 EVENT_KINDS = STATUSES
 MAX_REFERENCES = 20

@@ -22,7 +22,8 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.msgid import lore_url
-from bot.tracker.records import CLOSED, culprit_url, get_record
+from bot.tracker.fields import CLOSED, culprit_url
+from bot.tracker.records import get_record
 
 
 def templates_dir() -> Path:

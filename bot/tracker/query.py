@@ -451,7 +451,7 @@ def _since_key(f: Filter) -> str | None:
     """The version key ``since:vX`` compares with (QueryError when it is no kernel release)."""
     if not f.since_version:
         return None
-    from bot.tracker.records import version_key
+    from bot.tracker.fields import version_key
 
     key = version_key(f.since_version, cycle=True)
     if key is None:

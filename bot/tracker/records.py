@@ -23,173 +23,25 @@ are never overwritten by later extractor runs.
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import quote
 
 from bot.msgid import MessageId, lore_url
 from bot.sources.mail import is_own_mail
-from bot.tracker.regzbot import RegzbotCommand, parse_commands
+from bot.tracker.commands import CommandHandlers
+from bot.tracker.fields import (CLAIM_MARGIN, CLOSED, CURSOR, DUP_CUE, FIX_CURSOR, MIN_CULPRIT_MATCH,
+                                QUIET, SOURCES, STATUSES, URL_RE, clean_title, culprits_match,
+                                empty_config, empty_hardware, fields_from_claim, has_facts, jsonish, search_text,
+                                version_key)
+from bot.tracker.regzbot import parse_commands
 from bot.tracker.trust import TrustSettings
 from storage import records as db
 from storage.records import Record
 from storage.store import Store, aware, utcnow
 
-STATUSES = ("reported", "triaged", "rerun-scheduled", "confirmed", "not-reproduced", "inconclusive",
-            "fix-pending", "fixed", "duplicate", "resolved", "backburner", "improved")
-# "inconclusive" (a rerun that could not decide) stays open: the regression is still unexplained
-CLOSED = ("fixed", "resolved", "duplicate")
-OPEN = tuple(s for s in STATUSES if s not in CLOSED)
-RELATIONS = ("report", "reply", "link", "monitor", "duplicate")
-SOURCES = ("extractor", "regzbot", "kernel-tree", "user", "lab")  # lab: a rerun's verdict
-CURSOR = "tracker"
-FIX_CURSOR = "tracker:fixes"
-CLAIM_MARGIN = timedelta(seconds=120)  # re-read claims this much older than the last run
-MIN_CULPRIT_MATCH = 7
-
-# fields a thread claim fills (record column -> how to get it from the claim dict)
-CLAIM_FIELDS = ("kind", "culprit_commit", "culprit_subject", "good", "bad", "subsystem", "metric",
-                "change_percent", "hardware", "config", "numbers", "evidence", "confidence")
-# claim fields whose presence means "facts extracted" (-> triaged)
-FACT_FIELDS = ("culprit_commit", "good", "bad", "metric", "change_percent")
-QUIET = ("confidence", "evidence", "overrides", "title_source")  # changed without a history row
-
-_HEXID = re.compile(r"[0-9a-f]{6,40}")  # kernel mail abbreviates to 6+ hex digits (e.g. "de1414")
-_URL = re.compile(r"https?://[^\s<>\"')\]]+", re.I)
-_DUP_CUE = re.compile(r"\bdup(?:licate)?s?\b|\bsame (?:issue|problem|regression|bug|report)\b|"
-                      r"\balready (?:been )?reported\b", re.I)
-_REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|sv)\s*(?:\[\d+\])?\s*:\s*)+", re.I)
-
-
-# -- small helpers ------------------------------------------------------------------------------
-def culprit_url(commit: str | None) -> str | None:
-    if not commit:
-        return None
-    return f"https://git.kernel.org/torvalds/c/{quote(commit, safe='')}"
-
-
-def version_key(ref: str | None, *, cycle: bool = False) -> str | None:
-    """Sortable string for a kernel release tag (``v6.8-rc1 < v6.8 < v6.8.1 < v6.9-rc1``), None
-    for anything else.  ``cycle``: the start of that release's development cycle (``v6.8``
-    -> before ``v6.8-rc1``), used by ``since:v6.8``."""
-    from bot.tracker.kernel_tree import release_tag_key
-
-    if not ref:
-        return None
-    ref = ref.strip()
-    if re.fullmatch(r"\d+\.\d+(?:\.\d+)*(?:-rc\d+)?", ref):
-        ref = "v" + ref
-    key = release_tag_key(ref)
-    if key is None:
-        return None
-    nums, final, rc = key
-    if cycle and final == 1 and nums[2:] == (0, 0):
-        final, rc = 0, 0
-    return "%03d.%03d.%03d.%03d.%d.%03d" % (nums + (final, rc))
-
-
-def clean_title(subject: str | None) -> str:
-    s = _REPLY_PREFIX.sub("", subject or "").strip()
-    s = re.sub(r"\s+", " ", s)
-    return s[:300] or "(no subject)"
-
-
-def search_text(title: str | None, culprit_subject: str | None = None, metric: str | None = None) -> str:
-    """What ``text:`` queries search: lower-cased, fields separated by a newline."""
-    return "\n".join(x for x in (title, culprit_subject, metric) if x).lower()
-
-
-def normalize_subsystem(value: str | None) -> str | None:
-    from extractors.subsystems import canonical
-
-    value = canonical(value)
-    if not value:
-        return None
-    v = value.strip().strip("/").lower()
-    v = re.sub(r"/+", "/", v)
-    return v or None
-
-
-def culprits_match(a: str | None, b: str | None) -> bool:
-    """Same culprit: equal ids, or the shorter (>= 7 hex digits) is a prefix of the longer."""
-    if not a or not b:
-        return False
-    a, b = a.lower(), b.lower()
-    if a == b:
-        return True
-    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    return len(short) >= MIN_CULPRIT_MATCH and bool(_HEXID.fullmatch(short)) and long_.startswith(short)
-
-
-def _jsonish(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):  # only what is known: {"cpu": "X", "arch": null} -> {"cpu": "X"}
-        return json.dumps({k: v for k, v in value.items() if v not in (None, "", [], {})}, sort_keys=True,
-                          ensure_ascii=False)
-    if isinstance(value, list):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return str(value)
-
-
-def _has_facts(rec: dict[str, Any]) -> bool:
-    return any(rec.get(f) not in (None, "", [], {}) for f in FACT_FIELDS)
-
-
-def _empty_hw() -> dict[str, Any]:
-    return {"cpu": None, "arch": None, "memory": None, "storage": None}
-
-
-def _empty_cfg() -> dict[str, Any]:
-    return {"filesystem": None, "benchmark": None, "command": None, "kernel_config": []}
-
-
-def fields_from_claim(claim: dict[str, Any]) -> dict[str, Any]:
-    """Record columns from a (merged, possibly tree-enriched) thread claim dict."""
-    culprit = claim.get("culprit") or {}
-    commit = culprit.get("commit")
-    commit = commit.lower()[:64] if isinstance(commit, str) and _HEXID.fullmatch(commit.lower()) else None
-    kernel = claim.get("kernel") or {}
-    out = {
-        "kind": claim.get("kind"),
-        "culprit_commit": commit,
-        "culprit_subject": culprit.get("subject") if commit else None,
-        "good": (claim.get("good") or None) and str(claim["good"])[:128],
-        "bad": (claim.get("bad") or None) and str(claim["bad"])[:128],
-        "subsystem": normalize_subsystem(claim.get("subsystem")),
-        "metric": claim.get("metric"),
-        "change_percent": claim.get("change_percent"),
-        "hardware": dict(claim.get("hardware") or _empty_hw()),
-        "config": dict(claim.get("config") or _empty_cfg()),
-        "numbers": list(claim.get("numbers") or []),
-        "evidence": dict(claim.get("evidence") or {}),
-        "confidence": claim.get("confidence"),
-    }
-    out["_first_tag"] = kernel.get("first_tag")
-    return out
-
-
 # -- the run ------------------------------------------------------------------------------------
-@dataclass
-class _Cmd:
-    """One ``#regzbot`` command being applied: the mail, the command, the thread and record."""
-
-    msg: Any
-    cmd: RegzbotCommand
-    mid: str
-    actor: str | None
-    root: str | None
-    rid: int | None
-
-    @property
-    def kw(self) -> dict[str, Any]:
-        return dict(actor=self.actor, message_id=self.mid, source="regzbot")
-
-
-class _Run:
+class _Run(CommandHandlers):
     """One update_tracker transaction."""
 
     def __init__(self, tx: db.RecordTx, trees=None, trust: TrustSettings | None = None) -> None:
@@ -246,7 +98,7 @@ class _Run:
     # -- writing ------------------------------------------------------------------------------
     def history(self, rid: int, field: str, old: Any, new: Any, *, actor: str | None, message_id: str | None,
                 source: str, note: str | None = None) -> None:
-        self.tx.add_history(rid, at=self.now, field=field, old=_jsonish(old), new=_jsonish(new),
+        self.tx.add_history(rid, at=self.now, field=field, old=jsonish(old), new=jsonish(new),
                             actor=actor, message_id=message_id, source=source, note=note)
 
     def set_fields(self, rid: int, values: dict[str, Any], *, actor: str | None, message_id: str | None,
@@ -267,7 +119,7 @@ class _Run:
             old = rec.get(field)
             if override and field not in QUIET:
                 overrides[field] = {"actor": actor, "message_id": message_id, "source": source}
-            if old == new or (old is not None and new is not None and _jsonish(old) == _jsonish(new)):
+            if old == new or (old is not None and new is not None and jsonish(old) == jsonish(new)):
                 continue
             changed[field] = new
             if field in QUIET:
@@ -311,7 +163,7 @@ class _Run:
         if created > self.now:
             created = self.now
         rid = self.tx.insert_record(dict(
-            title=title, title_source=title_source, status=status, hardware=_empty_hw(), config=_empty_cfg(),
+            title=title, title_source=title_source, status=status, hardware=empty_hardware(), config=empty_config(),
             numbers=[], evidence={}, overrides={}, report_message_id=report_message_id, report_url=report_url,
             search_text=search_text(title),
             thread_key=root or report_message_id, ignore_activity=False, created_at=created,
@@ -349,7 +201,7 @@ class _Run:
                 ov = own.get(f)
                 if f == "culprit_commit" and culprits_match(ov, v):
                     out[f] = mid
-                elif ov not in (None, "", [], {}) and _jsonish(ov) == _jsonish(v):
+                elif ov not in (None, "", [], {}) and jsonish(ov) == jsonish(v):
                     out[f] = mid
         return out
 
@@ -383,7 +235,7 @@ class _Run:
                         source="extractor", sources=sources)
         self.refresh_version(rid, first_tag)
         rec = self.record(rid)
-        if rec["status"] == "reported" and _has_facts(rec):
+        if rec["status"] == "reported" and has_facts(rec):
             self.set_fields(rid, {"status": "triaged"}, actor="extractor",
                             message_id=sources.get("culprit_commit") or (messages[-1] if messages else None),
                             source="extractor", note="facts extracted")
@@ -439,222 +291,6 @@ class _Run:
         self.stats["duplicates"] += 1
         return True
 
-    # -- regzbot commands -------------------------------------------------------------------------
-    def command_done(self, msg_id: str, cmd: RegzbotCommand) -> str | None:
-        return self.tx.command_outcome(msg_id, cmd.line_no, cmd.seq)
-
-    def note_command(self, msg_id: str, cmd: RegzbotCommand, outcome: str, rid: int | None,
-                     note: str | None, *, replace: bool = False) -> None:
-        vals = dict(command=cmd.name[:32], args=cmd.args[:2000], regression_id=rid, outcome=outcome,
-                    note=note, applied_at=self.now)
-        self.tx.save_command(msg_id, cmd.line_no, cmd.seq, vals, replace=replace)
-        key = {"applied": "commands_applied", "pending": "commands_pending",
-               "refused": "commands_refused"}.get(outcome, "commands_ignored")
-        self.stats[key] += 1
-
-    def run_commands(self, msg: dict[str, Any], commands: list[RegzbotCommand], *, retry: bool = False) -> None:
-        for cmd in commands:
-            done = self.command_done(msg["message_id"], cmd)
-            if done is not None and not (retry and done == "pending"):
-                continue
-            outcome, rid, note = self.apply_command(msg, cmd)
-            if retry and outcome == "pending":
-                continue  # still waiting; keep the row as it is
-            self.note_command(msg["message_id"], cmd, outcome, rid, note, replace=done is not None)
-
-    def apply_command(self, msg: dict[str, Any], cmd: RegzbotCommand) -> tuple[str, int | None, str | None]:
-        """Apply one command; returns (outcome, record id, note).  outcome: applied | pending
-        (the thread is not tracked yet: retried on later runs) | ignored | refused | unknown.
-        Each command has one handler in :data:`COMMANDS`, as in regzbot."""
-        mid, actor = msg["message_id"], msg["from_addr"] or None
-        root = self.root_of(mid)
-        c = _Cmd(msg, cmd, mid, actor, root, self.record_for_thread(root))
-        if not cmd.known or cmd.name not in COMMANDS:
-            return "unknown", c.rid, f"unknown regzbot command {cmd.name!r}"
-        name = cmd.name
-        if not self.trust.may_command(name, actor):
-            # closing a record or making one rerunnable is for [trust] trusted_senders only
-            reason = (f"#regzbot {name} refused: the sender is not on [trust] trusted_senders "
-                      "(only they may close records or start lab work by mail)")
-            if c.rid is not None:
-                self.history(c.rid, "command-refused", None, f"#regzbot {name}: {cmd.args}"[:500], note=reason,
-                             **c.kw)
-                self.touched.add(c.rid)
-            return "refused", c.rid, reason
-        handler, needs_record = COMMANDS[name]
-        if needs_record and c.rid is None:
-            return "pending", None, "thread not tracked (yet)"
-        return handler(self, c) or ("applied", c.rid, None)
-
-    # one handler per command: (outcome, record id, note), or None for ("applied", c.rid, None)
-    def cmd_dup_of(self, c: _Cmd):
-        target = self.record_for_report(MessageId.from_ref(c.cmd.url))
-        if target is None:
-            return "pending", c.rid, "the report it points at is not tracked (yet)"
-        if c.rid is None:
-            report = c.root if c.root and self.message(c.root) else c.mid
-            m = self.message(report) or c.msg
-            c.rid = self.create(report_message_id=report, title=clean_title(m["subject"]), created_at=m["date"],
-                                actor=c.actor, source="regzbot", message_id=c.mid, note="#regzbot dup-of")
-        if self.topmost(target) == c.rid:
-            return "ignored", c.rid, "would make the record a duplicate of itself"
-        self.mark_duplicate(c.rid, target, note=f"#regzbot dup-of: {c.cmd.args}", override=True, **c.kw)
-        return None
-
-    def cmd_title(self, c: _Cmd):
-        title = re.sub(r"\s+", " ", c.cmd.args).strip()[:300]
-        if not title:
-            return "ignored", c.rid, "empty title"
-        self.set_fields(c.rid, {"title": title, "title_source": "regzbot"}, override=True, **c.kw)
-        return None
-
-    def cmd_dup(self, c: _Cmd):
-        other_mid = MessageId.from_ref(c.cmd.url)
-        other_url = None if other_mid else c.cmd.url
-        if not other_mid and not other_url:
-            return "ignored", c.rid, "no link given"
-        other = self.record_for_report(other_mid) if other_mid else self.tx.record_with_report_url(other_url)
-        if other is None:
-            m = self.message(other_mid) if other_mid else None
-            other = self.create(report_message_id=other_mid, report_url=other_url,
-                                title=clean_title(m["subject"]) if m else (c.cmd.link_title or c.cmd.url),
-                                created_at=m["date"] if m else None, actor=c.actor, source="regzbot",
-                                message_id=c.mid, note="#regzbot dup")
-        if self.topmost(c.rid) == other:
-            return "ignored", c.rid, "would make the record a duplicate of itself"
-        self.mark_duplicate(other, c.rid, note=f"#regzbot dup: {c.cmd.args}", override=True, **c.kw)
-        return None
-
-    def cmd_fix(self, c: _Cmd):
-        commit, subject = c.cmd.fix
-        if not commit and not subject:
-            return "ignored", c.rid, "no commit or subject given"
-        status, tree = "fix-pending", None
-        if commit and self.trees is not None:
-            info = self.trees.resolve(commit)
-            if info is not None:
-                subject = subject or info.subject
-                tree = ",".join(info.trees) or None
-                if info.mainline:
-                    status = "fixed"
-        self.set_fields(c.rid, {"fix_commit": commit, "fix_subject": subject, "fix_tree": tree, "status": status},
-                        override=True, note=f"#regzbot fix: {c.cmd.args}", **c.kw)
-        return None
-
-    def cmd_resolve(self, c: _Cmd):
-        # regzbot's "inconclusive" stops tracking: resolved, with the word in the note (the
-        # lab's "inconclusive" status keeps a record open)
-        note = c.cmd.args or None
-        if c.cmd.name == "inconclusive":
-            note = f"inconclusive: {c.cmd.args}" if c.cmd.args else "inconclusive"
-        self.set_fields(c.rid, {"status": "resolved"}, override=True, note=note, **c.kw)
-        return None
-
-    def cmd_link(self, c: _Cmd):
-        url = c.cmd.url
-        if not url:
-            return "ignored", c.rid, "no link given"
-        target = MessageId.from_ref(url) or url
-        if self.relate(c.rid, target, c.cmd.name, url=url if "://" in url else lore_url(target),
-                       title=c.cmd.link_title, added_by=c.mid):
-            self.history(c.rid, c.cmd.name, None, url, note=c.cmd.link_title, **c.kw)
-            self.touched.add(c.rid)
-        return None
-
-    def cmd_unlink(self, c: _Cmd):
-        url = c.cmd.url
-        if not url:
-            return "ignored", c.rid, "no link given"
-        rel = "link" if c.cmd.name == "unlink" else "monitor"
-        if not self.tx.remove_relations(c.rid, rel, MessageId.from_ref(url) or url, url):
-            return "ignored", c.rid, f"not {rel}ed"
-        self.history(c.rid, rel, url, None, **c.kw)
-        self.touched.add(c.rid)
-        return None
-
-    def cmd_backburner(self, c: _Cmd):
-        self.set_fields(c.rid, {"status": "backburner"}, override=True, note=c.cmd.args or None, **c.kw)
-        return None
-
-    def cmd_unbackburn(self, c: _Cmd):
-        rec = self.record(c.rid)
-        if rec["status"] != "backburner":
-            return "ignored", c.rid, "not on the back burner"
-        prev = self.tx.status_before(c.rid, "backburner")
-        if prev not in STATUSES or prev == "backburner":
-            prev = "triaged" if _has_facts(rec) else "reported"
-        self.set_fields(c.rid, {"status": prev}, override=True, note=c.cmd.args or None, **c.kw)
-        return None
-
-    def cmd_ignore_activity(self, c: _Cmd):
-        self.tx.mute_activity(c.mid)
-        if c.cmd.name == "poke":
-            self.history(c.rid, "poke", None, None, **c.kw)
-        return None
-
-    def cmd_introduced(self, c: _Cmd) -> tuple[str, int | None, str | None]:
-        return self.introduced(c.msg, c.cmd, c.rid)
-
-    def introduced(self, msg: dict[str, Any], cmd: RegzbotCommand,
-                   rid: int | None) -> tuple[str, int | None, str | None]:
-        mid, actor = msg["message_id"], msg["from_addr"] or None
-        intro = cmd.introduced
-        if intro is None:
-            return "ignored", rid, "cannot read the commit id or range"
-        pointer = cmd.pointer
-        report, report_url = mid, None
-        if pointer == "^":
-            report = self.parent_of(mid) or msg.get("in_reply_to")
-            if not report:
-                return "ignored", rid, "'^' but the mail has no parent"
-        elif pointer in ("/", "~"):
-            report = self.root_of(mid) or mid
-        elif pointer:
-            report = MessageId.from_ref(pointer)
-            if report is None:
-                report, report_url = None, pointer
-        target = None
-        if report is not None:
-            target = self.record_for_report(report) if report != mid else rid
-            if target is None and pointer is None:
-                target = rid
-        elif report_url:
-            target = self.tx.record_with_report_url(report_url)
-        if target is None:
-            m = self.message(report) if report else None
-            m = m or (msg if report == mid else None)
-            target = self.create(report_message_id=report, report_url=report_url,
-                                 thread_key=self.root_of(mid) if report_url else None,
-                                 title=clean_title(m["subject"]) if m else clean_title(msg["subject"]),
-                                 created_at=(m or msg)["date"], actor=actor, source="regzbot", message_id=mid,
-                                 note=f"#regzbot {cmd.raw.split(None, 1)[1] if ' ' in cmd.raw else ''}".strip())
-            if report is not None:
-                root = self.root_of(report)
-                found = self.tx.thread_claim(root) if root else None
-                if found is not None:
-                    self.apply_claim(root, *found)
-        values: dict[str, Any] = {}
-        if intro.culprit:
-            values["culprit_commit"] = intro.culprit
-            rec = self.record(target)
-            if not culprits_match(rec["culprit_commit"], intro.culprit):
-                self.set_fields(target, {"culprit_subject": None}, actor=actor, message_id=mid, source="regzbot")
-        else:
-            values["good"], values["bad"] = intro.good, intro.bad
-        self.set_fields(target, values, actor=actor, message_id=mid, source="regzbot", override=True,
-                        note=f"#regzbot introduced: {cmd.args}")
-        if intro.culprit and self.trees is not None:
-            info = self.trees.resolve(intro.culprit)
-            if info is not None:
-                self.set_fields(target, {"culprit_subject": info.subject}, actor=",".join(info.trees) or None,
-                                message_id=mid, source="kernel-tree", note=f"{info.sha[:12]} in the kernel tree")
-        self.refresh_version(target)
-        rec = self.record(target)
-        if rec["status"] == "reported" and _has_facts(rec):
-            self.set_fields(target, {"status": "triaged"}, actor=actor, message_id=mid, source="regzbot",
-                            note="introduced given")
-        return "applied", target, None
-
     # -- messages since the last run --------------------------------------------------------------
     def backlinks(self, msg: dict[str, Any], body: str, own: int | None) -> None:
         """Lore links in the unquoted text pointing at a tracked report: the thread is monitored
@@ -666,14 +302,14 @@ class _Run:
             text = "\n".join(lines)
             if "://" not in text:
                 continue
-            for url in _URL.findall(text):
+            for url in URL_RE.findall(text):
                 target_mid = MessageId.from_ref(url.rstrip(".,;"))
                 if not target_mid:
                     continue
                 target = self.tx.record_with_report(target_mid)
                 if target is None or target == own or (own is not None and self.topmost(own) == self.topmost(target)):
                     continue
-                if own is not None and _DUP_CUE.search(text):
+                if own is not None and DUP_CUE.search(text):
                     rec = self.record(own)
                     if rec["status"] not in CLOSED and "status" not in (rec["overrides"] or {}):
                         self.mark_duplicate(own, target, actor=msg["from_addr"] or None, message_id=mid,
@@ -727,17 +363,6 @@ class _Run:
         for head, body in sorted(self.tx.messages_with_bodies(pending), key=lambda x: _date_order(x[0])):
             self.run_commands(head, parse_commands(body), retry=True)
 
-
-# command -> (handler, whether the thread must be tracked already)
-COMMANDS: dict[str, tuple[Any, bool]] = {
-    "introduced": (_Run.cmd_introduced, False), "dup-of": (_Run.cmd_dup_of, False),
-    "title": (_Run.cmd_title, True), "dup": (_Run.cmd_dup, True), "fix": (_Run.cmd_fix, True),
-    "resolve": (_Run.cmd_resolve, True), "inconclusive": (_Run.cmd_resolve, True),
-    "link": (_Run.cmd_link, True), "monitor": (_Run.cmd_link, True),
-    "unlink": (_Run.cmd_unlink, True), "unmonitor": (_Run.cmd_unlink, True),
-    "backburner": (_Run.cmd_backburner, True), "unbackburn": (_Run.cmd_unbackburn, True),
-    "ignore-activity": (_Run.cmd_ignore_activity, True), "poke": (_Run.cmd_ignore_activity, True),
-}
 
 _EPOCH = datetime.min.replace(tzinfo=timezone.utc)
 
