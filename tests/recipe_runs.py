@@ -76,3 +76,32 @@ def assert_declined(cases) -> None:
     for cmd, needle in cases:
         spec, reason = recipe_from_claim({}, cmd, None)
         assert spec is None and reason.startswith("declined:") and needle in reason, (cmd, reason)
+
+
+def run_in_qemu(lab, kernels, spec, timeout: float = 240):
+    """One sample per build in the busybox guest of the qemu backend (tests/test_qemu_backend.py's
+    ``lab`` and ``kernels`` fixtures: two real Debian kernels under QEMU).  For a tool that
+    measures itself the guest echoes its output (``OUT`` lines): each boot's output is parsed
+    again here with the recipe's own parser and must give the sample the guest reported."""
+    import re
+
+    from tests.test_qemu_backend import _logs
+
+    job = RunSpec(spec, BuildSpec(image=kernels["good_image"]), BuildSpec(image=kernels["bad_image"]), runs=1,
+                  samples_per_batch=1, warmup=0)
+    handle = lab.submit(job)
+    st = lab.wait(handle, timeout=timeout)
+    desc = lab.describe(handle)
+    assert st.state == DONE, (st, _logs(desc))
+    s = lab.fetch_samples(handle)
+    assert s.metric == spec.metric and len(s["good"]) == 1 and len(s["bad"]) == 1
+    assert all(v > 0 for v in s["good"] + s["bad"])
+    log = Path(s.log_path).read_text(errors="replace")
+    boots = log.split("REGTRIAGE-START ")[1:]
+    assert len(boots) == 2
+    for boot, label in zip(boots, s.order):
+        out = "\n".join(line[4:] for line in re.findall(r"^OUT .*$|^OUT$", boot.replace("\r", ""), re.M))
+        if spec.recipe.guest_tools:
+            assert out, boot[-2000:]
+            assert spec.parse_output(out, out) == pytest.approx(s[label][0], rel=1e-6)
+    return s

@@ -1,5 +1,6 @@
 """hackbench recipe (bot/lab/recipes/hackbench.py, Debian rt-tests): the parser on outputs
-captured from hackbench 2.4, claims, and a real run over SSH to the local sshd."""
+captured from hackbench 2.4, claims, and real runs: over SSH to the local sshd, and in the QEMU
+busybox guest (the host's hackbench and its libraries in the initramfs) under real kernels."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 from bot.lab.parsers import ParseError
 from bot.lab.recipes import make_recipe, recipe_from_claim
 from bot.lab.recipes.hackbench import parse_hackbench
-from tests.recipe_runs import DATA, assert_declined, run_local, run_over_ssh
+from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local, run_over_ssh
+from tests.test_qemu_backend import kernels, lab, lab_tools  # noqa: F401  (fixtures)
 from tests.test_ssh_backend import sshd  # noqa: F401  (fixture)
 
 
@@ -48,3 +50,28 @@ def test_thread_pipe_shape_runs_locally(tmp_path):
     value, stdout, _ = run_local(make_recipe("hackbench", {"groups": 1, "fds": 10, "loops": 100, "mode": "thread",
                                                            "pipe": True}), tmp_path)
     assert "threaded mode with 1 groups using 20 file descriptors each (== 20 tasks)" in stdout and value > 0
+
+
+@pytest.mark.slow
+def test_real_run_in_qemu_guest(lab, kernels):  # noqa: F811
+    """hackbench (and libc) copied into the busybox initramfs, run under two real Debian kernels."""
+    s = run_in_qemu(lab, kernels, make_recipe("hackbench", {"groups": 1, "fds": 10, "loops": 100}))
+    print(f"\nhackbench in QEMU: {dict(s)}")
+
+
+def test_guest_initramfs_carries_hackbench_and_its_libraries(tmp_path, lab_tools):  # noqa: F811
+    import gzip
+    import subprocess
+
+    from bot.lab import initramfs
+    from bot.lab.recipes import make_recipe as mk
+
+    spec = mk("hackbench", {"groups": 1})
+    assert spec.supports("qemu") == (True, "ok") and not spec.supports("lava")[0]
+    path = initramfs.initramfs_for(spec, samples=1, warmup=0, scratch_mib=64, cache_dir=tmp_path)
+    listing = subprocess.run(["cpio", "-it"], input=gzip.decompress(path.read_bytes()), capture_output=True,
+                             check=True).stdout.decode().split()
+    assert "usr/bin/hackbench" in listing and "lib64/ld-linux-x86-64.so.2" in listing
+    assert any(x.endswith("/libc.so.6") for x in listing)
+    init = (tmp_path / path.name.replace(".cpio.gz", ".init")).read_text()
+    assert "hackbench -g 1 -f 20 -l 100 -s 100 -P >" in init and "export PATH=/bin:/usr/bin" in init

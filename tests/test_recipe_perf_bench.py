@@ -1,8 +1,9 @@
 """perf bench recipes (bot/lab/recipes/perf_bench.py): syscall basic, sched messaging, sched pipe,
 mem memcpy/memset.  The parser on outputs captured from Debian's linux-perf 6.1
-(tests/data/lab/), claims, and each benchmark run FOR REAL over SSH to the local sshd
-(syscall-getpid's ssh run is in tests/test_ssh_backend.py, its busybox guest form under QEMU in
-tests/test_qemu_backend.py)."""
+(tests/data/lab/), claims, and each benchmark run FOR REAL: over SSH to the local sshd, and in
+the QEMU busybox guest (the host's perf with its libraries in the initramfs) under two real
+Debian kernels (syscall-getpid's ssh run is in tests/test_ssh_backend.py, its busybox guest form
+under QEMU in tests/test_qemu_backend.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 from bot.lab.parsers import ParseError, parse_perf_bench
 from bot.lab.recipes import make_recipe, recipe_from_claim
-from tests.recipe_runs import DATA, assert_declined, run_local, run_over_ssh
+from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local, run_over_ssh
+from tests.test_qemu_backend import kernels, lab, lab_tools  # noqa: F401  (fixtures)
 from tests.test_ssh_backend import sshd  # noqa: F401  (fixture)
 
 
@@ -89,3 +91,16 @@ def test_real_run_over_ssh(sshd, tmp_path, name, params):  # noqa: F811
 def test_other_shapes_run_locally(tmp_path, name, params, needle):
     value, stdout, _ = run_local(make_recipe(name, params), tmp_path)
     assert needle in stdout and value > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,params", [
+    ("perf-sched-messaging", {"groups": 1, "loops": 20}),
+    ("perf-sched-pipe", {"loops": 5000}),
+    ("perf-mem", {"op": "memset", "size": "4MB", "loops": 5}),
+])
+def test_real_run_in_qemu_guest(lab, kernels, name, params):  # noqa: F811
+    """perf (and its ~25 shared libraries) copied into the busybox initramfs, run under two real
+    Debian kernels; the guest's value must equal the recipe's parser on the echoed output."""
+    s = run_in_qemu(lab, kernels, make_recipe(name, params))
+    print(f"\n{name} in QEMU: {dict(s)}")

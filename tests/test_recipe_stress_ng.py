@@ -1,6 +1,7 @@
 """stress-ng recipe (bot/lab/recipes/stress_ng.py, Debian stress-ng 0.15): the ``--metrics-brief``
 parser on outputs captured here, claims (including LKP's ``stress-ng.<stressor>.ops_per_sec``
-names), and real runs: one over SSH to the local sshd, every whitelisted stressor locally."""
+names), and real runs: over SSH to the local sshd, in the QEMU busybox guest under two real
+Debian kernels, and every whitelisted stressor locally."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 from bot.lab.parsers import ParseError
 from bot.lab.recipes import make_recipe, recipe_from_claim
 from bot.lab.recipes.stress_ng import STRESSORS, parse_stress_ng
-from tests.recipe_runs import DATA, assert_declined, run_local, run_over_ssh
+from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local, run_over_ssh
+from tests.test_qemu_backend import kernels, lab, lab_tools  # noqa: F401  (fixtures)
 from tests.test_ssh_backend import sshd  # noqa: F401  (fixture)
 
 
@@ -60,3 +62,11 @@ def test_every_stressor_runs_locally(tmp_path):
     for stressor in STRESSORS:
         value, _, stderr = run_local(make_recipe("stress-ng", {"stressor": stressor, "time_s": 1}), tmp_path / stressor)
         assert f"dispatching hogs: 1 {stressor}" in stderr and value > 0, stressor
+
+
+@pytest.mark.slow
+def test_real_run_in_qemu_guest(lab, kernels):  # noqa: F811
+    """stress-ng (and its shared libraries) copied into the busybox initramfs, run under two real
+    Debian kernels; the guest's value must equal the recipe's parser on the echoed output."""
+    s = run_in_qemu(lab, kernels, make_recipe("stress-ng", {"stressor": "switch", "time_s": 1}))
+    print(f"\nstress-ng switch in QEMU: {dict(s)}")

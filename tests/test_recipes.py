@@ -28,18 +28,24 @@ def test_catalogue_names_metrics_and_backends():
         spec = make_recipe(name)
         assert (spec.metric, spec.higher_is_better) == (metric, hib)
         assert spec.supports("qemu") == (True, "ok")
-    host_only = {"hackbench": ("hackbench.time_s", False), "perf-sched-messaging": ("perf-sched-messaging.time_s", False),
+    with_guest_tools = {"hackbench": ("hackbench.time_s", False), "perf-sched-messaging": ("perf-sched-messaging.time_s", False),
                  "perf-sched-pipe": ("perf-sched-pipe.ops_per_sec", True), "perf-mem": ("perf-mem.memcpy_GBps", True),
                  "sysbench-cpu": ("sysbench-cpu.events_per_sec", True),
                  "sysbench-memory": ("sysbench-memory.MiB_per_sec", True),
                  "stress-ng": ("stress-ng.switch.ops_per_sec", True)}
-    for name, (metric, hib) in host_only.items():
+    for name, (metric, hib) in with_guest_tools.items():  # the host's tool copied into the guest
         spec = make_recipe(name)
         assert (spec.metric, spec.higher_is_better) == (metric, hib)
-        assert spec.supports("ssh") == (True, "ok")
+        assert spec.supports("ssh") == (True, "ok") and spec.supports("qemu") == (True, "ok")
+        assert spec.recipe.guest_tools == (spec.recipe.host_tool,)
+        assert f"{spec.recipe.host_tool} " in script(spec) and "OUT " in script(spec)
+        ok, why = spec.supports("lava")
+        assert not ok and "only busybox" in why
         ok, why = spec.supports("lkp")
         assert not ok and "LKP" in why
-    for name in ("fio", "sysbench-fileio", *host_only):
+    for name in expect:
+        assert make_recipe(name).supports("lava") == (True, "ok")
+    for name in ("fio", "sysbench-fileio"):
         ok, why = make_recipe(name).supports("qemu")
         assert not ok and "busybox" in why
         assert make_recipe(name).supports("ssh")[0]

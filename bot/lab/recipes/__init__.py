@@ -16,19 +16,21 @@ module                 recipes                              direction           
 =====================  ===================================  ==================  ============
 :mod:`.dd`             dd-seqwrite, dd-seqread              higher (MB/s)       qemu ssh lkp
 :mod:`.perf_bench`     syscall-getpid                       higher (calls/s)    qemu ssh lkp
-                       perf-sched-messaging                 lower (seconds)     ssh
-                       perf-sched-pipe                      higher (ops/s)      ssh
-                       perf-mem (memcpy, memset)            higher (GB/s)       ssh
+                       perf-sched-messaging                 lower (seconds)     qemu ssh
+                       perf-sched-pipe                      higher (ops/s)      qemu ssh
+                       perf-mem (memcpy, memset)            higher (GB/s)       qemu ssh
 :mod:`.fio`            fio                                  higher (MB/s, IOPS) ssh lkp
 :mod:`.sysbench`       sysbench-fileio                      higher (ops/s)      ssh lkp
                        sysbench-cpu                         higher (events/s)   ssh
                        sysbench-memory                      higher (MiB/s)      ssh
-:mod:`.hackbench`      hackbench (rt-tests)                 lower (seconds)     ssh
+:mod:`.hackbench`      hackbench (rt-tests)                 lower (seconds)     qemu ssh
 :mod:`.stress_ng`      stress-ng (whitelisted stressors)    higher (bogo ops/s) ssh
 =====================  ===================================  ==================  ============
 
-"qemu" (and LAVA's qemu device) is the busybox guest; "ssh" runs the Debian tool on a lab host;
-"lkp" writes an LKP-tests job.  :func:`recipe_from_claim` maps a report's command line onto a
+"qemu" is the busybox guest (hackbench and perf: the host's binaries with their shared
+libraries copied into the initramfs, ``guest_tools``); LAVA's qemu guest runs the busybox-only
+ones (dd, syscall-getpid); "ssh" runs the Debian tool on a lab host; "lkp" writes an LKP-tests
+job.  :func:`recipe_from_claim` maps a report's command line onto a
 recipe (:mod:`.claims`); :func:`make_recipe` builds one from parameters.
 """
 

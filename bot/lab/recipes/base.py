@@ -26,6 +26,7 @@ Only validated ints, bools and whitelisted enum strings ever reach a template.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,12 +152,27 @@ def time_param(flag: str, default: int = 1) -> IntParam:
 @dataclass(frozen=True)
 class GuestSteps:
     """One busybox iteration: ``prep`` (untimed), ``cmd`` (timed), ``post`` (untimed), and an awk
-    expression of ``ns`` (the timed nanoseconds) giving the metric's value."""
+    expression of ``ns`` (the timed nanoseconds) giving the metric's value.
+
+    Or, for a tool that measures itself (``extract`` set): ``cmd`` runs with its output in a
+    file, which the guest echoes to the console as ``OUT <line>`` (so the host can check it with
+    the recipe's own parser) and ``extract``, an awk program over that output, prints the value
+    (see :func:`awk_value`); ``value`` is unused."""
 
     prep: str
     cmd: str
     post: str
-    value: str
+    value: str = ""
+    extract: str = ""
+
+
+def awk_value(condition: str, value: str) -> str:
+    """An awk program printing ``value`` (an awk expression such as ``$2``) of the one line
+    matching ``condition``; exit 1 unless exactly one line matches and the value is > 0.  Both
+    are fixed strings from the recipe module (no single quotes: the program is quoted with them)."""
+    if "'" in condition + value:
+        raise RecipeError("awk programs must not contain single quotes")
+    return f'{condition} {{ v = {value}; n++ }} END {{ if (n != 1 || v + 0 <= 0) exit 1; printf "%.6f", v }}'
 
 
 @dataclass(frozen=True)
@@ -184,6 +200,8 @@ class Recipe:
     needs_command: bool = False      # a bare benchmark name says too little: refuse defaults
     higher_is_better: bool = True
     host_tool: str = ""              # the executable the ssh backend needs on the host
+    guest_tools: tuple[str, ...] = ()  # host binaries copied (with their libraries) into the guest
+    guest_extract: str = ""          # awk program (awk_value) reading the metric from the tool's output
     claim_doc: str = ""              # what :meth:`claim` accepts, for decline messages
 
     def param(self, name: str):
@@ -195,7 +213,7 @@ class Recipe:
     @property
     def backends(self) -> tuple[str, ...]:
         out = []
-        if type(self).guest_steps is not Recipe.guest_steps:
+        if self.guest_extract or type(self).guest_steps is not Recipe.guest_steps:
             out.append("qemu")
         out.append("ssh")
         if type(self).lkp_job is not Recipe.lkp_job:
@@ -233,8 +251,15 @@ class Recipe:
         return None if self.needs_command else {}
 
     def guest_steps(self, p: dict, f: str) -> GuestSteps:
-        """Busybox pieces for one guest iteration on scratch file ``f`` (qemu/LAVA guest)."""
-        raise RecipeError(f"{self.name} has no busybox template")
+        """Busybox pieces for one guest iteration on scratch file ``f`` (qemu/LAVA guest).  By
+        default, for a tool in :attr:`guest_tools` that measures itself: its one host step, run
+        in the guest, with :attr:`guest_extract` reading the value."""
+        if not self.guest_extract:
+            raise RecipeError(f"{self.name} has no busybox template")
+        steps = self.host_argv(p, f.rsplit("/", 1)[0], f)
+        if len(steps) != 1:
+            raise RecipeError(f"{self.name}: a guest run needs a single command")
+        return GuestSteps(":", shlex.join(steps[0]), ":", extract=self.guest_extract)
 
     def host_argv(self, p: dict, scratch: str, f: str) -> list[list[str]]:
         """Setup steps then the measured step last (argument lists, run without a shell)."""

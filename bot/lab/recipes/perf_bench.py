@@ -12,10 +12,15 @@ perf-mem                    ``perf bench mem memcpy|memset -s SIZE   perf-mem.<o
                             -l L -f default``                        10^9 bytes/s)
 ==========================  =======================================  ================================
 
-``syscall-getpid`` also runs in busybox guests: busybox cannot call getpid(2) in a loop, so there
-the workload is ``dd if=/dev/zero of=/dev/null bs=1 count=N`` (N one-byte read(2) + N write(2):
-2N cheap syscalls dominated by syscall entry/exit like getpid, timed by the guest's monotonic
-clock).  Both builds of one comparison always run on the same backend, so the two are never mixed.
+The sched and mem recipes also run in the qemu guest: the host's perf binary and the ~25 shared
+libraries ``ldd`` lists for it are copied into the initramfs (``guest_tools``), the same argv
+runs there, awk reads the one result line and the output is echoed to the console (``OUT``) for
+the host to check with the same parser.
+
+``syscall-getpid`` runs in busybox guests without perf (so LAVA's busybox guest can run it too):
+busybox cannot call getpid(2) in a loop, so there the workload is ``dd if=/dev/zero
+of=/dev/null bs=1 count=N`` (N one-byte read(2) + N write(2): 2N cheap syscalls dominated by
+syscall entry/exit like getpid, timed by the guest's monotonic clock).  Both builds of one comparison always run on the same backend, so the two are never mixed.
 
 The output is perf's default format, parsed by :func:`bot.lab.parsers.parse_perf_bench`.
 """
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 from bot.lab.parsers import need, parse_perf_bench
 from bot.lab.recipes.base import (MiB, BoolParam, Decline, EnumParam, GuestSteps, IntParam, LkpJob, Recipe,
-                                  RecipeError, claim_table, int_option, register, split_options, whitelisted, word)
+                                  RecipeError, awk_value, claim_table, int_option, register, split_options, whitelisted, word)
 
 
 def perf_bench_words(argv: list[str], collection: str, benches: tuple[str, ...]) -> list[str] | None:
@@ -90,6 +95,8 @@ class PerfSchedMessaging(_PerfBench):
     bench = ("sched", "messaging")
     flags = {"-t": ("threads", True), "--thread": ("threads", True), "-p": ("pipe", True), "--pipe": ("pipe", True)}
     ints = {"-g": "groups", "--group": "groups", "-l": "loops", "--nr_loops": "loops"}
+    guest_tools = ("perf",)
+    guest_extract = awk_value('$1 == "Total" && $2 == "time:"', "$3")
     higher_is_better = False
     params = (
         IntParam("groups", 1, 32, 10, doc="-g: groups of 20 senders + 20 receivers"),
@@ -118,6 +125,8 @@ class PerfSchedPipe(_PerfBench):
     bench = ("sched", "pipe")
     flags = {"-T": ("threads", True), "--threaded": ("threads", True)}
     ints = {"-l": "loops", "--loop": "loops"}
+    guest_tools = ("perf",)
+    guest_extract = awk_value('NF == 2 && $2 == "ops/sec"', "$1")
     params = (
         IntParam("loops", 1000, 10_000_000, 100_000, extent=True, doc="-l: round trips"),
         BoolParam("threads", False, "-T: threads instead of processes"),
@@ -143,6 +152,8 @@ class PerfMem(_PerfBench):
     doc = "perf bench mem memcpy/memset of one buffer size with glibc's function"
     aliases = ("perf-bench-mem", "memcpy", "memset")
     claim_doc = "perf bench mem memcpy|memset [-s SIZE] [-l N] [-f default]"
+    guest_tools = ("perf",)
+    guest_extract = awk_value('NF == 2 && $2 == "GB/sec"', "$1")
     params = (
         EnumParam("op", ("memcpy", "memset"), "memcpy", "which benchmark"),
         EnumParam("size", tuple(_MEM_SIZES), "1MB", "-s: buffer size (perf's units: MB = MiB)"),

@@ -65,6 +65,11 @@ class RecipeSpec:
 
     def supports(self, backend: str) -> tuple[bool, str]:
         """Whether ``backend`` can run this recipe with these parameters, and why not."""
+        if backend == "lava" and self.recipe.guest_tools:
+            return False, (f"{self.name} needs {', '.join(self.recipe.guest_tools)} inside the guest; "
+                           "the LAVA initramfs has only busybox")
+        if backend == "lava":
+            backend = "qemu"  # the same busybox guest workload
         if backend not in self.backends:
             why = BACKEND_WHY.get(backend, "the {backend} backend cannot run it").format(backend=backend)
             return False, f"{self.name} needs the real tool on the host ({'/'.join(self.backends)} backends); {why}"
@@ -121,20 +126,26 @@ class RecipeSpec:
         f = self._file(scratch)
         g = self.recipe.guest_steps(self._recheck(), f)
         metric = self.metric
+        if g.extract:  # the tool measures itself: its output to the console, the value from it
+            out = f"{f}.out"
+            show = f"awk '{{ print \"OUT \" $0 }}' {out}"
+            measure = (f"{g.cmd} > {out} 2>&1 || {{ {show}; fail \"{self.name} failed\"; }}\n"
+                       f"  {show}\n  {g.post}\n"
+                       f"  v=$(awk '{g.extract}' {out}) || fail \"no {metric} value in the {self.name} output\"")
+        else:
+            measure = (f"now_ns; t0=$NOW\n  {g.cmd}\n  now_ns; t1=$NOW\n  {g.post}\n"
+                       f"  v=$(awk -v ns=$((t1 - t0)) 'BEGIN {{ if (ns <= 0) exit 1; printf \"%.3f\", {g.value} }}')"
+                       f" || fail \"clock did not advance\"")
         return f"""REGTRIAGE_TOTAL={warmup + samples}
 REGTRIAGE_WARMUP={warmup}
 i=0
 while [ $i -lt $REGTRIAGE_TOTAL ]; do
   {g.prep}
-  now_ns; t0=$NOW
-  {g.cmd}
-  now_ns; t1=$NOW
-  {g.post}
-  v=$(awk -v ns=$((t1 - t0)) 'BEGIN {{ if (ns <= 0) exit 1; printf "%.3f", {g.value} }}') || fail "clock did not advance"
+  {measure}
   if [ $i -lt $REGTRIAGE_WARMUP ]; then echo "WARMUP {metric}=$v"; else echo "BENCH {metric}=$v"; fi
   i=$((i + 1))
 done
-rm -f {f}"""
+rm -f {f} {f}.out"""
 
     def host_argv(self, scratch: str) -> list[list[str]]:
         """Commands (argument lists, no shell) a host backend runs in ``scratch``: setup steps

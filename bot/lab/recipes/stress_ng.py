@@ -5,7 +5,9 @@
 Host command: ``stress-ng --<stressor> N --timeout Ts --metrics-brief --temp-path <scratch>``; the
 ``metrc:`` table on stderr gives ``bogo ops``, real/usr/sys time and bogo ops/s (real time,
 usr+sys time); the real-time rate is the metric (higher is better).  A stressor that did no bogo
-op in the time given is a failed sample, not a zero.
+op in the time given is a failed sample, not a zero.  In the qemu guest the host's stress-ng and its
+shared libraries are copied into the initramfs and run the same argv (temp files on the guest's
+tmpfs scratch); awk reads the stressor's row and the output is echoed for the host to check.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import re
 
 from bot.lab.parsers import NUM, ParseError, num, tail
-from bot.lab.recipes.base import (Decline, EnumParam, IntParam, Recipe, duration_option, int_option, register,
+from bot.lab.recipes.base import (Decline, EnumParam, IntParam, Recipe, awk_value, duration_option, int_option, register,
                                   split_options, threads_param, time_param, word)
 
 # syscall/scheduler/IPC/VFS stressors that finish plenty of bogo ops in ~1 s and need no devices
@@ -48,6 +50,9 @@ class StressNg(Recipe):
     aliases = ("stress-ng",)
     needs_command = True
     host_tool = "stress-ng"
+    guest_tools = ("stress-ng",)
+    # the one stressor's row of the metrics table (header/units/misc rows differ in shape): ops/s real
+    guest_extract = awk_value('$2 == "metrc:" && NF == 10 && $5 ~ /^[0-9]+$/', "$9")
     claim_doc = f"stress-ng --STRESSOR N [--timeout T] (STRESSOR: {', '.join(STRESSORS)})"
     params = (
         EnumParam("stressor", STRESSORS, "switch", "the stressor"),

@@ -11,7 +11,9 @@ sysbench-memory    ``sysbench memory --memory-block-size=...        sysbench-mem
                    --memory-oper=... --memory-access-mode=... run``
 =================  ===============================================  ==================================
 
-All run for ``--time`` seconds with ``--threads``.  Claims: ``sysbench [--test=]TEST
+All run for ``--time`` seconds with ``--threads``.  cpu and memory also run in the qemu guest (the
+host's sysbench and its shared libraries copied into the initramfs; awk reads the result line,
+the output is echoed for the host to check with the same parser).  Claims: ``sysbench [--test=]TEST
 [--opt=value ...] [prepare|run|cleanup]`` (1.0 and the older 0.4/0.5 spellings ``--num-threads``,
 ``--max-time``).
 """
@@ -22,7 +24,7 @@ import re
 
 from bot.lab.parsers import NUM, ParseError, num, tail
 from bot.lab.recipes.base import (BLOCK_SIZES, BS_BY_BYTES, MiB, BoolParam, Decline, EnumParam, IntParam, LkpJob,
-                                  Recipe, RecipeError, clamp, duration_option, int_option, parse_size, register,
+                                  Recipe, RecipeError, awk_value, clamp, duration_option, int_option, parse_size, register,
                                   threads_param, time_param, whitelisted, word)
 
 _IGNORED = ("max-requests", "events", "report-interval", "percentile", "histogram", "rand-type")
@@ -220,6 +222,8 @@ class SysbenchCpu(_Sysbench):
     test = "cpu"
     doc = "sysbench cpu: prime-number search, events per second"
     claim_doc = "sysbench cpu [--cpu-max-prime=N] [--threads=N] [--time=S] run"
+    guest_tools = ("sysbench",)
+    guest_extract = awk_value('$1 == "events" && $2 == "per" && $3 == "second:"', "$4")
     params = (IntParam("max_prime", 100, 1_000_000, 10_000, doc="--cpu-max-prime"),
               threads_param("--threads"), time_param("--time", 10))
 
@@ -248,6 +252,8 @@ class SysbenchMemory(_Sysbench):
     test = "memory"
     doc = "sysbench memory: block reads/writes of a buffer, MiB per second"
     claim_doc = "sysbench memory [--memory-block-size --memory-oper --memory-access-mode --threads --time] run"
+    guest_tools = ("sysbench",)
+    guest_extract = awk_value('$2 == "MiB" && $3 == "transferred"', "substr($4, 2)")
     params = (
         EnumParam("block_size", _MEM_BLOCKS, "1k", "--memory-block-size"),
         EnumParam("oper", ("read", "write", "none"), "write", "--memory-oper"),
