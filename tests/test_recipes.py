@@ -350,3 +350,20 @@ def test_roundtrip_and_tampered_dicts():
                 {**d, "params": {**d["params"], "count": 1 << 30}}, {"name": "fio", "params": "rw=write"}):
         with pytest.raises(RecipeError):
             RecipeSpec.from_dict(bad)
+
+
+def test_readme_lists_exactly_the_registry():
+    """README "### Recipes": one row per recipe that exists, with the backends it really has."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    section = text.split("### Recipes", 1)[1].split("\n\n**Adding a benchmark**", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    listed = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        for name in re.findall(r"`([a-z0-9-]+)`", cells[0]):
+            listed[name] = tuple(b.strip() for b in cells[-1].split(","))
+    assert set(listed) == set(CATALOGUE)
+    for name, backends in listed.items():
+        assert backends == CATALOGUE[name].backends, name

@@ -21,17 +21,17 @@ module                 recipes                              direction           
                        perf-mem (memcpy, memset)            higher (GB/s)       qemu ssh
 :mod:`.fio`            fio                                  higher (MB/s, IOPS) ssh lkp
 :mod:`.sysbench`       sysbench-fileio                      higher (ops/s)      ssh lkp
-                       sysbench-cpu                         higher (events/s)   ssh
-                       sysbench-memory                      higher (MiB/s)      ssh
+                       sysbench-cpu                         higher (events/s)   qemu ssh
+                       sysbench-memory                      higher (MiB/s)      qemu ssh
 :mod:`.hackbench`      hackbench (rt-tests)                 lower (seconds)     qemu ssh
-:mod:`.stress_ng`      stress-ng (whitelisted stressors)    higher (bogo ops/s) ssh
+:mod:`.stress_ng`      stress-ng (whitelisted stressors)    higher (bogo ops/s) qemu ssh
 =====================  ===================================  ==================  ============
 
-"qemu" is the busybox guest (hackbench and perf: the host's binaries with their shared
-libraries copied into the initramfs, ``guest_tools``); LAVA's qemu guest runs the busybox-only
-ones (dd, syscall-getpid); "ssh" runs the Debian tool on a lab host; "lkp" writes an LKP-tests
-job.  :func:`recipe_from_claim` maps a report's command line onto a
-recipe (:mod:`.claims`); :func:`make_recipe` builds one from parameters.
+"qemu" is the busybox guest (perf, hackbench, stress-ng, sysbench: the host's binaries with
+their shared libraries copied into the initramfs, ``guest_tools``); LAVA's qemu guest runs the
+busybox-only ones (dd, syscall-getpid); "ssh" runs the Debian tool on a lab host; "lkp" writes
+an LKP-tests job.  :func:`recipe_from_claim` maps a report's command line onto a recipe
+(:mod:`.claims`); :func:`make_recipe` builds one from parameters.
 """
 
 from __future__ import annotations
