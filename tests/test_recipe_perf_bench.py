@@ -1,9 +1,9 @@
 """perf bench recipes (bot/lab/recipes/perf_bench.py): syscall basic, sched messaging, sched pipe,
 mem memcpy/memset.  The parser on outputs captured from Debian's linux-perf 6.1
-(tests/data/lab/), claims, and each benchmark run FOR REAL: over SSH to the local sshd, and in
-the QEMU busybox guest (the host's perf with its libraries in the initramfs) under two real
-Debian kernels (syscall-getpid's ssh run is in tests/test_ssh_backend.py, its busybox guest form
-under QEMU in tests/test_qemu_backend.py)."""
+(tests/data/lab/), claims, and each benchmark run FOR REAL: in the QEMU busybox guest (the host's
+perf with its libraries in the initramfs) under two real Debian kernels, and its host argv as a
+local process (syscall-getpid runs over SSH in tests/test_ssh_backend.py and in the busybox
+guest in tests/test_qemu_backend.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 
 from bot.lab.parsers import ParseError, parse_perf_bench
 from bot.lab.recipes import make_recipe, recipe_from_claim
-from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local, run_over_ssh
+from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local
 from tests.test_qemu_backend import kernels, lab, lab_tools  # noqa: F401  (fixtures)
-from tests.test_ssh_backend import sshd  # noqa: F401  (fixture)
 
 
 def test_parse_captured_outputs():
@@ -73,22 +72,17 @@ def test_claims():
     assert (spec.name, spec.params["op"]) == ("perf-mem", "memset")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name,params", [
-    ("perf-sched-messaging", {"groups": 2, "loops": 200}),
-    ("perf-sched-pipe", {"loops": 20000}),
-    ("perf-mem", {"op": "memcpy", "size": "16MB", "loops": 10}),
-])
-def test_real_run_over_ssh(sshd, tmp_path, name, params):  # noqa: F811
-    s = run_over_ssh(sshd, tmp_path / "lab", make_recipe(name, params))
-    print(f"\n{name}: {dict(s)}")
-
-
 @pytest.mark.parametrize("name,params,needle", [
+    ("perf-sched-messaging", {"groups": 2, "loops": 200}, "2 groups == 80 processes run"),
     ("perf-sched-messaging", {"groups": 1, "loops": 50, "threads": True, "pipe": True}, "threads per group"),
+    ("perf-sched-pipe", {"loops": 20000}, "Executed 20000 pipe operations"),
+    ("perf-sched-pipe", {"loops": 5000, "threads": True}, "Executed 5000 pipe operations"),
+    ("perf-mem", {"op": "memcpy", "size": "16MB", "loops": 10}, "Copying 16MB bytes"),
     ("perf-mem", {"op": "memset", "size": "1MB", "loops": 20}, "function 'default'"),
 ])
-def test_other_shapes_run_locally(tmp_path, name, params, needle):
+def test_host_argv_runs_locally(tmp_path, name, params, needle):
+    """The host form (what the ssh backend runs, tested end to end in tests/test_ssh_backend.py)
+    as a local process: the real perf, parsed by the recipe."""
     value, stdout, _ = run_local(make_recipe(name, params), tmp_path)
     assert needle in stdout and value > 0
 

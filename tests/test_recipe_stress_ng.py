@@ -1,7 +1,7 @@
 """stress-ng recipe (bot/lab/recipes/stress_ng.py, Debian stress-ng 0.15): the ``--metrics-brief``
 parser on outputs captured here, claims (including LKP's ``stress-ng.<stressor>.ops_per_sec``
-names), and real runs: over SSH to the local sshd, in the QEMU busybox guest under two real
-Debian kernels, and every whitelisted stressor locally."""
+names), and real runs: in the QEMU busybox guest under two real Debian kernels, and every
+whitelisted stressor's host argv as a local process."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import pytest
 from bot.lab.parsers import ParseError
 from bot.lab.recipes import make_recipe, recipe_from_claim
 from bot.lab.recipes.stress_ng import STRESSORS, parse_stress_ng
-from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local, run_over_ssh
+from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local
 from tests.test_qemu_backend import kernels, lab, lab_tools  # noqa: F401  (fixtures)
-from tests.test_ssh_backend import sshd  # noqa: F401  (fixture)
 
 
 def test_parse_captured_outputs():
@@ -48,12 +47,6 @@ def test_claims():
     assert spec.params["stressor"] == "futex" and spec.params["threads"] == 1
     spec, reason = recipe_from_claim({}, None, "stress-ng")
     assert spec is None and "parameters are unknown" in reason
-
-
-@pytest.mark.slow
-def test_real_run_over_ssh(sshd, tmp_path):  # noqa: F811
-    s = run_over_ssh(sshd, tmp_path / "lab", make_recipe("stress-ng", {"stressor": "switch", "time_s": 1}))
-    print(f"\nstress-ng switch: {dict(s)}")
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """sysbench recipes (bot/lab/recipes/sysbench.py): fileio, cpu and memory parsed from outputs
-captured from Debian's sysbench 1.0.20 (tests/data/lab/), claims, and cpu/memory run FOR REAL
-over SSH to the local sshd and in the QEMU busybox guest under two real Debian kernels (fileio's
-ssh run is in tests/test_ssh_backend.py)."""
+captured from Debian's sysbench 1.0.20 (tests/data/lab/), claims, and cpu/memory run FOR REAL in
+the QEMU busybox guest under two real Debian kernels and as local processes (fileio runs over SSH
+in tests/test_ssh_backend.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import pytest
 from bot.lab.parsers import ParseError
 from bot.lab.recipes import make_recipe, recipe_from_claim
 from bot.lab.recipes.sysbench import parse_sysbench_fileio
-from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local, run_over_ssh
+from tests.recipe_runs import DATA, assert_declined, run_in_qemu, run_local
 from tests.test_qemu_backend import kernels, lab, lab_tools  # noqa: F401  (fixtures)
-from tests.test_ssh_backend import sshd  # noqa: F401  (fixture)
 
 
 def test_parse_fileio_captured_outputs():
@@ -64,29 +63,12 @@ def test_claims():
     assert spec.name == "sysbench-cpu" and spec.params["max_prime"] == 10000
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name,params", [
-    ("sysbench-cpu", {"max_prime": 5000, "time_s": 1}),
-    ("sysbench-memory", {"block_size": "64k", "oper": "read", "access_mode": "rnd", "time_s": 1}),
+@pytest.mark.parametrize("name,params,needle", [
+    ("sysbench-cpu", {"max_prime": 5000, "time_s": 1}, "Prime numbers limit: 5000"),
+    ("sysbench-memory", {"block_size": "64k", "oper": "read", "access_mode": "rnd", "time_s": 1}, "operation: read"),
+    ("sysbench-memory", {"block_size": "1M", "threads": 2, "time_s": 1}, "block size: 1024KiB"),
 ])
-def test_real_run_over_ssh(sshd, tmp_path, name, params):  # noqa: F811
-    s = run_over_ssh(sshd, tmp_path / "lab", make_recipe(name, params))
-    print(f"\n{name}: {dict(s)}")
-
-
-def test_real_memory_write_locally(tmp_path):
-    value, stdout, _ = run_local(make_recipe("sysbench-memory", {"block_size": "1M", "threads": 2, "time_s": 1}),
-                                 tmp_path)
-    assert "Number of threads: 2" in stdout and "block size: 1024KiB" in stdout and value > 0
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name,params", [
-    ("sysbench-cpu", {"max_prime": 2000, "time_s": 1}),
-    ("sysbench-memory", {"block_size": "4k", "time_s": 1}),
-])
-def test_real_run_in_qemu_guest(lab, kernels, name, params):  # noqa: F811
-    """sysbench (and its shared libraries, LuaJIT among them) copied into the busybox initramfs,
-    run under two real Debian kernels; the guest's value must equal the recipe's parser."""
-    s = run_in_qemu(lab, kernels, make_recipe(name, params))
-    print(f"\n{name} in QEMU: {dict(s)}")
+def test_host_argv_runs_locally(tmp_path, name, params, needle):
+    """The host form (what the ssh backend runs) as a local process: real sysbench, parsed."""
+    value, stdout, _ = run_local(make_recipe(name, params), tmp_path)
+    assert needle in stdout and value > 0
