@@ -18,9 +18,10 @@ import pytest
 
 from bot.lab import parsers
 from bot.lab.backends import DONE, LabError, RunSpec, get_backend
-from bot.lab.backends.lkp import FIO_MBPS_SCALE, job_yaml, stats_keys
+from bot.lab.backends.lkp import job_yaml, stats_keys
 from bot.lab.builds import BuildSpec
 from bot.lab.recipes import make_recipe
+from bot.lab.recipes.fio import FIO_MBPS_SCALE
 from tests.test_ssh_backend import BAD_PKG, BAD_REL, GOOD_PKG, GOOD_REL, SshdServer, _pid_alive, sshd  # noqa: F401
 
 DATA = Path(__file__).parent / "data" / "lab"

@@ -76,7 +76,8 @@ http_timeout_s         per request (default 30); GETs are retried 3x with backof
 cancel_wait_s          how long ``cancel`` waits for LAVA to finish the jobs (default 60)
 =====================  ===============================================================================
 
-Recipes: those the qemu backend runs (busybox guests; ``RecipeSpec.supports("qemu")``).
+Recipes: those the qemu backend runs in its busybox guest without extra guest tools
+(``RecipeSpec.supports("lava")``: dd and syscall-getpid).
 """
 
 from __future__ import annotations
@@ -691,7 +692,7 @@ class LavaBackend(Backend):
         return d
 
     def supports(self, recipe: RecipeSpec) -> tuple[bool, str]:
-        ok, why = recipe.supports("qemu")  # the same busybox guest workload
+        ok, why = recipe.supports("lava")  # the qemu busybox guest workload, without guest tools
         if not ok:
             return False, why.replace("qemu", "lava (busybox guest)")
         mem, _ = guest_memory_mib(recipe, self.cfg.memory_mib)

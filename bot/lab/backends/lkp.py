@@ -13,7 +13,8 @@ result root (``/lkp/result/<testcase>/<params>/<tbox_group>/<rootfs>/<kconfig>/<
 reads its ``stats.json`` and, if present, the ``_rt`` ``matrix.json`` (one column per run,
 ``stats_source`` naming each run's stats.json) to cross-check, and takes the recipe's metric.
 
-Recipe -> LKP program (:data:`PROGRAMS`)
+Recipe -> LKP program (each recipe's ``lkp_job``, :mod:`bot.lab.recipes`; recipes without one
+are not offered to this backend)
 
 ===============  ==========================  =========================================  ======================
 recipe           suite / program key         stats.json key                             note
@@ -49,14 +50,13 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from bot.lab import parsers
 from bot.lab.backends import LabError, RunSpec
 from bot.lab.backends.ssh import (RELEASE_RE, SSH_KEYS, HostConfig, SshBackend, SshConfig, SshWorker, _Failed,
                                   _default_work_dir, _lab_table, _printable, machines_from_config)
-from bot.lab.recipes import BLOCK_SIZES, RecipeError, RecipeSpec
+from bot.lab.recipes import RecipeError, RecipeSpec
 
 TESTBOX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 COMMIT_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -67,77 +67,13 @@ RESULT_ROOT_RE = re.compile(r"^/[A-Za-z0-9._/+%:=,@~-]{1,500}$")
 LKP_KEYS = {"work_dir", "machine", "lkp_command", "testbox", "extra_programs", "disk", "fs", "exclusive"}
 
 
-@dataclass(frozen=True)
-class Program:
-    suite: str
-    upstream: bool  # in intel/lkp-tests (else the testbox needs a local program of that name)
-
-
-PROGRAMS = {
-    "dd-seqwrite": Program("dd", False),
-    "dd-seqread": Program("dd", False),
-    "syscall-getpid": Program("perf-bench-syscall", True),
-    "sysbench-fileio": Program("sysbench-fileio", True),
-    "fio": Program("fio-basic", True),
-}
-FIO_MBPS_SCALE = 1024 * 1024 / 1e6  # LKP fio.*_bw_MBps is bw(KiB/s)/1024 = MiB/s -> MB/s
-
-
-def _program_blocks(recipe: RecipeSpec) -> list[tuple[str, dict | None]]:
-    """``[(program key, {param: value} or None)]`` for a recipe; values are ints, bools or
-    whitelisted enum strings only."""
-    p = recipe._recheck()
-    n = recipe.name
-    if n == "dd-seqwrite":
-        d = {"rw": "write", "bs": BLOCK_SIZES[p["bs"]], "count": p["count"]}
-        if p["sync"] == "fsync":
-            d["conv"] = "fsync"
-        if p["direct"]:
-            d["oflag"] = "direct"
-        return [("dd", d)]
-    if n == "dd-seqread":
-        d = {"rw": "read", "bs": BLOCK_SIZES[p["bs"]], "count": p["count"]}
-        if p["direct"]:
-            d["iflag"] = "direct"
-        return [("dd", d)]
-    if n == "syscall-getpid":
-        return [("perf-bench-syscall", {"op": "basic", "loop": p["iterations"]})]
-    if n == "sysbench-fileio":
-        d = {"period": f"{p['time_s']}s", "nr_threads": p["threads"], "size": f"{p['size_mib']}M",
-             "filenum": f"{p['file_num']}f", "rwmode": p["mode"], "iomode": p["io_mode"],
-             "blocksize": BLOCK_SIZES[p["block_size"]], "fsync_freq": p["fsync_freq"]}
-        if p["direct"]:
-            d["file_extra_flags"] = "direct"
-        return [("sysbench-fileio", d)]
-    if n == "fio":
-        d = {"rw": p["rw"], "bs": BLOCK_SIZES[p["bs"]], "ioengine": p["ioengine"], "iodepth": p["iodepth"],
-             "nr_task": p["numjobs"], "test_size": f"{p['size_mib'] * p['numjobs']}M",
-             "runtime": f"{p['runtime_s']}s"}
-        if p["runtime_s"]:
-            d["time_based"] = True
-        if p["direct"]:
-            d["direct"] = "direct"
-        return [("fio-setup-basic", d), ("fio", None)]
-    raise RecipeError(f"no LKP job template for {n}")  # pragma: no cover
-
-
 def stats_keys(recipe: RecipeSpec) -> tuple[list[str], float]:
     """(stats.json keys whose sum is the recipe's metric, scale to the recipe's unit)."""
-    m = recipe.metric
-    if m in ("dd.write_MBps", "dd.read_MBps"):
-        return [m], 1.0
-    if m == "syscall.calls_per_sec":
-        return ["perf-bench-syscall.getppid.ops_per_sec"], 1.0
-    if m == "sysbench-fileio.reads_per_sec":
-        return ["sysbench-fileio.read_operations/s"], 1.0
-    if m == "sysbench-fileio.writes_per_sec":
-        return ["sysbench-fileio.write_operations/s"], 1.0
-    if m == "sysbench-fileio.ops_per_sec":
-        return ["sysbench-fileio.read_operations/s", "sysbench-fileio.write_operations/s"], 1.0
-    mm = re.fullmatch(r"fio\.(read|write)_(bw_MBps|iops)", m)
-    if mm:
-        return [m], (FIO_MBPS_SCALE if mm.group(2) == "bw_MBps" else 1.0)
-    raise LabError(f"no LKP metric for {m}")  # pragma: no cover
+    try:
+        job = recipe.lkp_job()
+    except RecipeError as exc:
+        raise LabError(str(exc)) from None
+    return job.stats_keys, job.scale
 
 
 def _yaml_scalar(v) -> str:
@@ -158,8 +94,8 @@ def job_yaml(recipe: RecipeSpec, testbox: str, commit: str, repeat: int, *, disk
              fs: str | None = None) -> str:
     """An atomic LKP-tests job for ``recipe`` (see the module table).  Every value is a validated
     int, bool or whitelisted string; ``testbox``/``commit``/``disk``/``fs`` are checked here."""
-    if not isinstance(recipe, RecipeSpec) or recipe.name not in PROGRAMS:
-        raise LabError("job_yaml needs a catalogue RecipeSpec")
+    if not isinstance(recipe, RecipeSpec) or "lkp" not in recipe.backends:
+        raise LabError("job_yaml needs a registry RecipeSpec with an LKP job template")
     if not isinstance(testbox, str) or not TESTBOX_RE.match(testbox):
         raise LabError(f"testbox {testbox!r} must match {TESTBOX_RE.pattern}")
     if not isinstance(commit, str) or not (COMMIT_RE.match(commit) or RELEASE_RE.match(commit)):
@@ -170,7 +106,8 @@ def job_yaml(recipe: RecipeSpec, testbox: str, commit: str, repeat: int, *, disk
         raise LabError(f"disk {disk!r} must match {DISK_RE.pattern}")
     if fs is not None and not (isinstance(fs, str) and FS_RE.match(fs)):
         raise LabError(f"fs {fs!r} must be one of ext2/3/4, xfs, btrfs, f2fs")
-    suite = PROGRAMS[recipe.name].suite
+    job = recipe.lkp_job()
+    suite = job.suite
     lines = [f"# regtriage recipe {recipe.name} ({recipe.metric})",
              f"suite: {suite}", f"testcase: {suite}", "category: benchmark",
              f"testbox: {_yaml_scalar(testbox)}", f"commit: {_yaml_scalar(commit)}", f"repeat_to: {repeat}"]
@@ -178,7 +115,7 @@ def job_yaml(recipe: RecipeSpec, testbox: str, commit: str, repeat: int, *, disk
         lines.append(f"disk: {disk}")
     if fs:
         lines.append(f"fs: {fs}")
-    for key, params in _program_blocks(recipe):
+    for key, params in job.blocks:
         lines.append("")
         if params is None:
             lines.append(f"{key}:")
@@ -244,9 +181,7 @@ class LkpBackend(SshBackend):
         ok, why = recipe.supports("lkp")
         if not ok:
             return ok, why
-        prog = PROGRAMS.get(recipe.name)
-        if prog is None:
-            return False, f"no LKP job template for {recipe.name}"
+        prog = recipe.lkp_job()
         if not prog.upstream and prog.suite not in self.lkp.get("extra_programs", []):
             return False, (f"LKP-tests has no '{prog.suite}' program; list it in [lab.lkp] extra_programs "
                            "if the testboxes have a local one")

@@ -1,5 +1,6 @@
-"""The ``ssh`` lab backend: run a recipe's real tools (dd, fio, sysbench, perf bench) on a lab
-host over SSH, on hosts booted into the wanted kernels (or switched by a configured command).
+"""The ``ssh`` lab backend: run a recipe's real tools (dd, fio, sysbench, perf bench, hackbench,
+stress-ng: see :mod:`bot.lab.recipes`) on a lab host over SSH, on hosts booted into the wanted
+kernels (or switched by a configured command).
 
 How a run works
 ---------------
@@ -23,7 +24,8 @@ How a run works
      batch (a host that rebooted mid-batch is caught).
   2. ``warmup`` discarded iterations then ``samples_per_batch`` measured ones; each iteration runs
      the recipe's :meth:`~bot.lab.recipes.RecipeSpec.host_argv` steps in the remote run directory,
-     the last step being the measured one, parsed by :mod:`bot.lab.parsers`.
+     the last step being the measured one, parsed by the recipe's own parser
+     (:meth:`~bot.lab.recipes.RecipeSpec.parse_output`).
 * Remote commands are built **only** from the recipe's validated argv (``shlex.join``), the
   validated run directory, and the configured host settings (boot commands, ``uname_command``);
   nothing from mail reaches a shell.  Each step runs as
@@ -859,7 +861,7 @@ class SshWorker:
             if n == measured:
                 res = out
         try:
-            return parsers.metric_value(self.job.recipe.metric, res.stdout, res.stderr)
+            return self.job.recipe.parse_output(res.stdout, res.stderr)
         except parsers.ParseError as exc:
             raise _Failed(f"cannot parse {steps[measured][0]} output: {exc}") from None
 
