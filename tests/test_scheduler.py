@@ -14,7 +14,7 @@ from sqlalchemy import insert, select
 
 import storage.lab_schema as ls
 from bot.lab.backends import DONE, FAILED, RUNNING, Backend, LabError, RunSpec, Samples, Status
-from bot.lab.inventory import register_backend, unregister_backend
+from bot.lab.backends import register_backend, unregister_backend
 from bot.lab.scheduler import Scheduler, busy_machines, cancel_job, get_job, list_jobs, schedule_rerun
 from bot.tracker.records import get_record
 from tests.test_lab_matching import make_record

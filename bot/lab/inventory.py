@@ -426,28 +426,9 @@ def get_machine(config: Any, name: str) -> Machine | None:
 
 
 # ---------------------------------------------------------------------------------- backends
-# name -> factory(lab_config) -> Backend; consulted before bot.lab.backends.get_backend, so
-# tests and plug-ins can provide a backend without touching the backend package.
-_BACKEND_FACTORIES: dict[str, Any] = {}
-
-
-def register_backend(name: str, factory) -> None:
-    """Make ``factory(lab_config) -> Backend`` the backend called ``name``."""
-    if not BACKEND_RE.match(name):
-        raise ValueError(f"bad backend name {name!r}")
-    _BACKEND_FACTORIES[name] = factory
-
-
-def unregister_backend(name: str) -> None:
-    _BACKEND_FACTORIES.pop(name, None)
-
-
 def make_backend(name: str, lab_config: dict | None = None):
     """The backend ``name`` configured from ``lab_config`` (a ``[lab]`` table, as
     :meth:`Machine.backend_config` returns).  Raises bot.lab.backends.LabError."""
-    factory = _BACKEND_FACTORIES.get(name)
-    if factory is not None:
-        return factory(dict(lab_config or {}))
     from bot.lab.backends import get_backend
 
     return get_backend(name, dict(lab_config or {}))

@@ -49,13 +49,15 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 import time
 from pathlib import Path
 
 from bot.lab import parsers
-from bot.lab.backends import LabError, RunSpec
-from bot.lab.backends.ssh import (RELEASE_RE, SSH_KEYS, HostConfig, SshBackend, SshConfig, SshWorker, _Failed,
-                                  _default_work_dir, _lab_table, _printable, machines_from_config)
+from bot.lab.backends.base import LabError, RunSpec
+from bot.lab.backends.ssh import (RELEASE_RE, SSH_KEYS, HostConfig, SshBackend, SshConfig, SshWorker, BatchFailed,
+                                  lab_table, machines_from_config)
+from bot.lab.backends.rundir import default_work_dir, printable, read_json
 from bot.lab.recipes import RecipeError, RecipeSpec
 
 TESTBOX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -136,6 +138,7 @@ def build_commit(job: RunSpec, label: str, release: str) -> str:
 class LkpBackend(SshBackend):
     name = "lkp"
     kind = "lkp"
+    WORKER_MODULE = "bot.lab.backends.lkp"
 
     def __init__(self, cfg: SshConfig, lab_config: dict | None = None, lkp: dict | None = None,
                  locks_dir: str | None = None):
@@ -145,7 +148,7 @@ class LkpBackend(SshBackend):
 
     @classmethod
     def from_config(cls, config: dict | None = None, **overrides) -> "LkpBackend":
-        lab = _lab_table(config)
+        lab = lab_table(config)
         ssh = dict(lab.get("ssh") or {})
         lkp = dict(lab.get("lkp") or {})
         if not isinstance(ssh, dict) or not isinstance(lkp, dict):
@@ -171,9 +174,9 @@ class LkpBackend(SshBackend):
             if lkp.get(k) is not None and not (isinstance(lkp[k], str) and rx.match(lkp[k])):
                 raise LabError(f"[lab.lkp] {k} {lkp[k]!r} is not accepted")
         machines = machines_from_config(ssh)
-        cfg = SshConfig(work_dir=lkp.get("work_dir") or str(_default_work_dir("lkp")), machines=machines,
+        cfg = SshConfig(work_dir=lkp.get("work_dir") or str(default_work_dir("lkp")), machines=machines,
                         machine=lkp.get("machine", ssh.get("machine")), exclusive=lkp.get("exclusive", True))
-        ssh_work = Path(ssh.get("work_dir") or str(_default_work_dir("ssh"))).expanduser().resolve()
+        ssh_work = Path(ssh.get("work_dir") or str(default_work_dir("ssh"))).expanduser().resolve()
         return cls(cfg, lab, {"lkp_command": cmd, "extra_programs": extra, "testbox": lkp.get("testbox"),
                               "disk": lkp.get("disk"), "fs": lkp.get("fs")}, str(ssh_work / "locks"))
 
@@ -198,10 +201,8 @@ class LkpBackend(SshBackend):
                 "locks_dir": self.locks_dir}
 
     def describe(self, handle: str) -> dict:
-        from bot.lab.backends.ssh import _read_json
-
         d = super().describe(handle)
-        spec = _read_json(self._run_dir(handle) / "spec.json", {}) or {}
+        spec = read_json(self._run_dir(handle) / "spec.json", {}) or {}
         d["lkp"] = spec.get("lkp")
         return d
 
@@ -221,7 +222,7 @@ class LkpWorker(SshWorker):
             text = self.lkp["jobs"][label]
             res = self.remote(f"cat > {shlex.quote(path)}", timeout=60, stdin=text.encode())
             if res.rc != 0:
-                raise _Failed(f"cannot upload the LKP job to {path}: {_printable(res.stderr.strip(), 200)}")
+                raise BatchFailed(f"cannot upload the LKP job to {path}: {printable(res.stderr.strip(), 200)}")
             self.note(f"uploaded {path}")
 
     def read_remote(self, path: str, *, optional: bool = False) -> str | None:
@@ -231,35 +232,35 @@ class LkpWorker(SshWorker):
         if res.rc == 3 and optional:
             return None
         if res.rc != 0:
-            raise _Failed(f"cannot read {path} on the host (exit {res.rc})")
-        self.log.write(f"# {path}: {_printable(res.stdout.strip(), 2000)}\n")
+            raise BatchFailed(f"cannot read {path} on the host (exit {res.rc})")
+        self.log.write(f"# {path}: {printable(res.stdout.strip(), 2000)}\n")
         return res.stdout
 
     def iteration(self, index: int, label: str, i: int, batch_end: float) -> float:
         left = batch_end - time.monotonic()
         if left <= 0:
-            raise _Failed(f"batch timeout: {self.job.timeouts.batch_s:.0f}s exceeded")
+            raise BatchFailed(f"batch timeout: {self.job.timeouts.batch_s:.0f}s exceeded")
         link = f"{self.remote_dir}/result-{index:03d}-{i:02d}"
         res = self.step([self.lkp["command"], "run", "-o", link, self.job_paths[label]], left)
         if res.rc != 0:
-            raise _Failed(f"lkp run exited {res.rc}: {_printable((res.stderr or res.stdout).strip()[-200:], 200)}")
+            raise BatchFailed(f"lkp run exited {res.rc}: {printable((res.stderr or res.stdout).strip()[-200:], 200)}")
         rr = self.remote(f"readlink -f -- {shlex.quote(link)}", timeout=60)
         root = rr.stdout.strip()
         if rr.rc != 0 or not RESULT_ROOT_RE.match(root) or ".." in root.split("/"):
-            raise _Failed(f"lkp run left no usable result link {link}: {_printable(root or rr.stderr, 200)}")
+            raise BatchFailed(f"lkp run left no usable result link {link}: {printable(root or rr.stderr, 200)}")
         stats_path = f"{root}/stats.json"
         try:
             stats = parsers.parse_lkp_stats(self.read_remote(stats_path))
             mtext = self.read_remote(f"{root.rsplit('/', 1)[0]}/matrix.json", optional=True)
             matrix = parsers.parse_lkp_matrix(mtext) if mtext else None
         except parsers.ParseError as exc:
-            raise _Failed(f"{root}: {exc}") from None
+            raise BatchFailed(f"{root}: {exc}") from None
         total = 0.0
         for key in self.lkp["stats_keys"]:
             v = stats.get(key)
             mv = parsers.lkp_matrix_value(matrix, key, stats_path) if matrix else None
             if v is None and mv is None:
-                raise _Failed(f"{key} is not in {stats_path} (has: {', '.join(sorted(stats)[:10]) or 'nothing'})")
+                raise BatchFailed(f"{key} is not in {stats_path} (has: {', '.join(sorted(stats)[:10]) or 'nothing'})")
             if v is None:
                 v = mv
             elif mv is not None and abs(mv - v) > 1e-9 * max(abs(v), 1.0):
@@ -268,3 +269,15 @@ class LkpWorker(SshWorker):
         self.state.setdefault("result_roots", []).append({"batch": index, "build": label, "iteration": i,
                                                           "result_root": root})
         return total * float(self.lkp["scale"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "worker":
+        print("usage: python -m bot.lab.backends.lkp worker RUN_DIR", file=sys.stderr)
+        return 64
+    return LkpWorker(Path(argv[1])).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
