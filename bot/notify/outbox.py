@@ -18,7 +18,6 @@ storage/notifications.py.
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,7 +27,6 @@ from storage import notifications as db
 from storage.notifications import Notification
 from storage.store import utcnow
 
-log = logging.getLogger("regtriage.notify.outbox")
 CURSOR = "notify:tracker"
 RESCAN = 200  # history rows re-read below the cursor (rows committed out of id order); enqueue is idempotent
 
@@ -43,13 +41,6 @@ def render_payload(spec: TargetSpec, event: str, e: dict[str, Any], settings: No
 
 
 # -- enqueue ---------------------------------------------------------------------------------------
-def instance_id(store) -> str:
-    """A random id made once per database (cursor ``notify:instance``) and mixed into every
-    idempotency key: record ids start again at 1 in a new database, and the homeserver must
-    not take a new notification for a resend of an old one with the same transaction id."""
-    return db.instance_id(store)
-
-
 def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", settings: NotifySettings | None = None,
                   now: datetime | None = None, entry: dict[str, Any] | None = None,
                   skip_reason: str | None = None) -> list[dict[str, Any]]:
@@ -67,7 +58,7 @@ def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", se
         raise KeyError(f"no regression record {rid}")
     now = now or utcnow()
     out = []
-    instance = instance_id(store)
+    instance = db.instance_id(store)  # record ids start again at 1 in a new database
     for target in route_event(s.routes, event, e):
         spec = s.resolve_target(target)
         key = idempotency_key(event, rid, ref, spec.name, instance)
