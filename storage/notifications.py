@@ -71,7 +71,10 @@ _instances: dict[str, str] = {}
 
 
 def instance_id(store) -> str:
-    """A random id made once per database (cursor ``notify:instance``), cached per process."""
+    """A random id made once per database (cursor ``notify:instance``), cached per process.
+    Mixed into every idempotency key: record ids start again at 1 in a new database, and a
+    homeserver must not take a new notification for a resend of an old one with the same
+    transaction id."""
     cached = _instances.get(store.url)
     if cached:
         return cached

@@ -584,7 +584,8 @@ def settings_for(ircd, synapse, monkeypatch):
 
 # -- tests ------------------------------------------------------------------------------------------------
 def test_event_reaches_the_right_room_and_channel_only(records, ircd, synapse, settings_for):
-    from bot.notify.outbox import deliver_pending, enqueue_event, list_notifications
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import enqueue_event, list_notifications
 
     store, ids = records
     s = settings_for()
@@ -799,8 +800,9 @@ def test_chat_queries_and_allow_list(records, ircd, synapse, settings_for):
 
 
 def test_outage_then_exactly_once(records, ircd, synapse, settings_for, monkeypatch):
-    from bot.notify import outbox
-    from bot.notify.outbox import deliver_pending, enqueue_event, list_notifications
+    from bot.notify import deliver
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import enqueue_event, list_notifications
     from storage.store import Store
 
     store, ids = records
@@ -872,17 +874,17 @@ def test_outage_then_exactly_once(records, ircd, synapse, settings_for, monkeypa
         # the resend (same transaction id, same device, a new login) is deduplicated by the server
         n_room = len(matrix_messages(synapse, room))
         enqueue_event(store, "confirmed", ids["hostile"], settings=s)
-        real_mark = outbox.Deliverer._mark_sent
+        real_mark = deliver.Deliverer._mark_sent
 
         def crash(self, row, remote_id, thread_root):
             if row.target_kind == "matrix":
                 raise KeyboardInterrupt("crash after the server accepted the message")
             return real_mark(self, row, remote_id, thread_root)
 
-        monkeypatch.setattr(outbox.Deliverer, "_mark_sent", crash)
+        monkeypatch.setattr(deliver.Deliverer, "_mark_sent", crash)
         with pytest.raises(KeyboardInterrupt):
             deliver_pending(store, settings=s)
-        monkeypatch.setattr(outbox.Deliverer, "_mark_sent", real_mark)
+        monkeypatch.setattr(deliver.Deliverer, "_mark_sent", real_mark)
         row = [r for r in list_notifications(store) if r["regression_id"] == ids["hostile"]
                and r["target"] == "matrix:" + room][0]
         assert row["state"] == "queued"
@@ -1000,7 +1002,7 @@ def test_irc_nick_refused_falls_back_and_names_the_cause(ircd):
     error names the server's answer (not "timeout")."""
     from bot.notify.base import OutMessage
     from bot.notify.irc import IrcAdapter, nick_candidates
-    from bot.notify.outbox import send_test
+    from bot.notify.deliver import send_test
     from bot.notify.settings import load_settings
 
     def settings(**kw):

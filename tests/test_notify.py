@@ -431,7 +431,8 @@ def rows(store):
 
 
 def test_outbox_enqueue_retry_backoff_threads_and_order(store):
-    from bot.notify.outbox import deliver_pending, enqueue_event
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import enqueue_event
     from storage.store import utcnow
 
     build(store, MM, FS)
@@ -500,7 +501,8 @@ def _dt(s):
 
 
 def test_outbox_permanent_failure_max_attempts_and_age(store):
-    from bot.notify.outbox import deliver_pending, enqueue_event
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import enqueue_event
     from storage.store import utcnow
 
     build(store, MM)
@@ -527,7 +529,8 @@ def test_outbox_permanent_failure_max_attempts_and_age(store):
 
 
 def test_outbox_lease_keeps_two_deliverers_apart(store):
-    from bot.notify.outbox import Deliverer, enqueue_event
+    from bot.notify.deliver import Deliverer
+    from bot.notify.outbox import enqueue_event
 
     build(store, MM)
     mm = rid_of(store, "n-mm@example.org")

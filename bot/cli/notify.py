@@ -70,7 +70,7 @@ def _test(settings, as_json: bool) -> None:
     """``--test``: one message to every target; exit 1 naming the ones that failed."""
     import asyncio
 
-    from bot.notify.outbox import send_test
+    from bot.notify.deliver import send_test
 
     if not settings.targets():
         raise click.ClickException("no [[notify.irc]] or [[notify.matrix]] targets configured")
@@ -117,7 +117,8 @@ def _enqueue(store, settings, event: str, record: str | None, ref: str, as_json:
 
 def _send_pending(store, settings, ignore_schedule: bool, as_json: bool) -> None:
     """``--send-pending``: queue the tracker's new transitions, deliver what is due."""
-    from bot.notify.outbox import deliver_pending, scan_tracker
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import scan_tracker
 
     out = {}
     if settings.watch_tracker:

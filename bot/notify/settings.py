@@ -492,5 +492,15 @@ def load_settings(config) -> NotifySettings:
     return s
 
 
+def settings_from(config, settings: NotifySettings | None = None) -> NotifySettings:
+    """``settings`` when given, else ``config`` when it is already the settings, else
+    :func:`load_settings` of it (for the functions that take either)."""
+    if settings is not None:
+        return settings
+    if isinstance(config, NotifySettings):
+        return config
+    return load_settings(config)
+
+
 __all__ = ["EVENTS", "ChatSettings", "IrcSettings", "MatrixSettings", "NotifySettings", "Route", "Secret",
            "TargetSpec", "load_settings"]

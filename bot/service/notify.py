@@ -20,7 +20,8 @@ import logging
 from typing import Any
 
 from bot.notify.base import DeliveryError
-from bot.notify.outbox import Deliverer, make_adapter, scan_tracker
+from bot.notify.deliver import Deliverer, make_adapter
+from bot.notify.outbox import scan_tracker
 from bot.notify.responder import ChatActions, ChatResponder
 from bot.notify.settings import NotifySettings
 
