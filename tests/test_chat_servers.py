@@ -343,6 +343,9 @@ class IrcUser:
     def __init__(self, port: int, nick: str, user: str = "tester") -> None:
         self.nick = nick
         self.sock = socket.create_connection(("127.0.0.1", port), 5)
+        # the connect timeout must not stay on the socket: the reader would take 5 s without a
+        # line (a quiet channel while the bot polls and triages) for a closed connection
+        self.sock.settimeout(None)
         self.lines: "queue.Queue[str]" = queue.Queue()
         self.got: list[tuple[str, str, str, str]] = []  # (command, sender nick, target, text)
         self.joined: set[str] = set()
