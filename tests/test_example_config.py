@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import pkgutil
 import re
 import tomllib
 import types
@@ -265,7 +264,9 @@ def read_keys(monkeypatch, cli) -> set[tuple[str, str]]:
     from bot.tracker.kernel_tree import TreeSpec
 
     fields = lambda cls: {f.name for f in dataclasses.fields(cls)}  # noqa: E731
-    backends = {m.name for m in pkgutil.iter_modules(__import__("bot.lab.backends", fromlist=["x"]).__path__)}
+    from bot.lab.backends import BUILTIN
+
+    backends = set(BUILTIN)
     assert {"qemu", "ssh", "lkp", "lava"} <= backends
     keys |= {("kernel.repos", k) for k in fields(TreeSpec)}
     keys |= {("lab", k) for k in (*lab_plan.DEFAULTS, *lab_scheduler.SCHED_DEFAULTS, *fields(Limits), *backends)}
