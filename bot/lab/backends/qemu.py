@@ -36,6 +36,9 @@ console on QEMU's stdout, ``-nodefaults -no-reboot``, kernel command line
 ``console=ttyS0 quiet loglevel=1 panic=-1``.  The scratch area is a tmpfs in guest RAM, so
 ``dd`` recipes measure the kernel's page-cache/tmpfs paths, not a disk; ``direct`` I/O is not
 supported there.
+Recipes whose tool measures itself (perf bench, hackbench, stress-ng, sysbench cpu/memory) get
+the host's binary and its shared libraries in the initramfs (``guest_tools``, see
+:mod:`bot.lab.initramfs`); the guest echoes the tool's output as ``OUT`` lines in the console log.
 
 Configuration (``[lab.qemu]``): ``work_dir`` (default ``$REGTRIAGE_HOME/lab/qemu``),
 ``build_cache`` (default ``<work_dir>/builds``), ``deb_dir``, ``qemu_binary`` (default
