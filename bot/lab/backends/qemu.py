@@ -222,6 +222,10 @@ class QemuBackend(Backend):
             raise LabError(f"qemu backend cannot run {job.recipe.name}: {why}")
         if job.good.arch != job.bad.arch:
             raise LabError("good and bad builds must have the same arch")
+        tools = job.recipe.recipe.guest_tools
+        if tools and job.good.arch != os.uname().machine:
+            raise LabError(f"{job.recipe.name} copies this host's {', '.join(tools)} into the guest: "
+                           f"the builds' arch {job.good.arch} must be the host's ({os.uname().machine})")
         if shutil.which(self.qemu_binary(job.good.arch)) is None:
             raise LabError(f"{self.qemu_binary(job.good.arch)} not found (Debian: apt-get install qemu-system-x86)")
         problem = initramfs_mod.busybox_problem(self.cfg.busybox)
