@@ -367,3 +367,4 @@ def test_readme_lists_exactly_the_registry():
     assert set(listed) == set(CATALOGUE)
     for name, backends in listed.items():
         assert backends == CATALOGUE[name].backends, name
+
