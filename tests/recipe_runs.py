@@ -105,3 +105,21 @@ def run_in_qemu(lab, kernels, spec, timeout: float = 240):
             assert out, boot[-2000:]
             assert spec.parse_output(out, out) == pytest.approx(s[label][0], rel=1e-6)
     return s
+
+
+def run_guest_script_locally(spec, scratch: Path, samples: int = 1) -> tuple[list[float], str]:
+    """The recipe's guest script (extract mode: the tool measures itself) run by the host's static
+    busybox ``sh`` against the host's tool, as the guest's init would run it: the BENCH values and
+    the tool output it echoed (``OUT`` lines).  A quick check of the guest's awk reading between
+    the QEMU runs; the QEMU tests run the same script in the real guest."""
+    import re
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    script = 'fail() { echo "RESULT fail $*"; exit 1; }\n' + spec.render_guest_script(
+        scratch=str(scratch), samples=samples, warmup=0)
+    r = subprocess.run(["/bin/busybox", "sh", "-c", script], capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+    assert r.returncode == 0 and "RESULT fail" not in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
+    bench = [float(v) for v in re.findall(rf"^BENCH {re.escape(spec.metric)}=([0-9.]+)$", r.stdout, re.M)]
+    out = "\n".join(line[4:] for line in r.stdout.splitlines() if line.startswith("OUT "))
+    return bench, out

@@ -73,6 +73,10 @@ def test_job_yaml_for_each_recipe():
                                     "test_size": "32M", "runtime": "30s", "time_based": True, "direct": "direct"}
     assert j["fio"] == {}
     assert _load_job(job_yaml(make_recipe("fio"), "lab1", "6.2", 1))["commit"] == "6.2"  # quoted: not a float
+    j = _load_job(job_yaml(make_recipe("stress-ng", {"stressor": "futex", "threads": 4, "time_s": 60}), "lab1",
+                           GOOD_REL, 3))
+    assert j["suite"] == "stress-ng" and j["stress-ng"] == {"test": "futex", "nr_threads": 4, "testtime": "60s"}
+    assert stats_keys(make_recipe("stress-ng", {"stressor": "futex"})) == (["stress-ng.futex.ops_per_sec"], 1.0)
     for bad in (dict(testbox="lab 1"), dict(commit="$(reboot)"), dict(repeat=0)):
         args = {"testbox": "lab1", "commit": GOOD_REL, "repeat": 3, **bad}
         with pytest.raises(LabError):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.lab.backends import RunSpec
+from bot.lab.builds import BuildSpec
 from bot.lab.parsers import ParseError
 from bot.lab.recipes import make_recipe, recipe_from_claim
 from bot.lab.recipes.hackbench import parse_hackbench
@@ -75,3 +77,14 @@ def test_guest_initramfs_carries_hackbench_and_its_libraries(tmp_path, lab_tools
     assert any(x.endswith("/libc.so.6") for x in listing)
     init = (tmp_path / path.name.replace(".cpio.gz", ".init")).read_text()
     assert "hackbench -g 1 -f 20 -l 100 -s 100 -P >" in init and "export PATH=/bin:/usr/bin" in init
+
+
+def test_guest_tools_need_the_host_arch(tmp_path, lab_tools):  # noqa: F811
+    from bot.lab.backends import LabError
+    from bot.lab.backends.qemu import QemuBackend
+
+    b = QemuBackend.from_config({"lab": {"qemu": {"work_dir": str(tmp_path)}}})
+    job = RunSpec(make_recipe("hackbench"), BuildSpec(image="/k/a", arch="aarch64"),
+                  BuildSpec(image="/k/b", arch="aarch64"), runs=1)
+    with pytest.raises(LabError, match="must be the host's"):
+        b.submit(job)

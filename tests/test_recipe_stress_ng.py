@@ -22,6 +22,10 @@ def test_parse_captured_outputs():
     assert "miscellaneous metrics" in matrix and parse_stress_ng(matrix, "matrix")["ops_per_sec"] > 0
     spec = make_recipe("stress-ng", {"stressor": "switch"})
     assert spec.parse_output("", (DATA / "stress-ng-switch.stderr").read_text()) > 0
+    # later stress-ng adds "CPU used per instance (%)" and "RSS Max (KB)" (a real row quoted in LKP's parser)
+    newer = ("stress-ng: metrc: [4382] flock         171659332     60.00     44.80    771.49   2860967.69"
+             "      210292.23       226.75          2564\n")
+    assert parse_stress_ng(newer, "flock")["ops_per_sec"] == 2860967.69
     with pytest.raises(ParseError, match="found 0"):
         parse_stress_ng(matrix, "switch")
     with pytest.raises(ParseError, match="no bogo ops"):

@@ -72,3 +72,15 @@ def test_host_argv_runs_locally(tmp_path, name, params, needle):
     """The host form (what the ssh backend runs) as a local process: real sysbench, parsed."""
     value, stdout, _ = run_local(make_recipe(name, params), tmp_path)
     assert needle in stdout and value > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,params", [
+    ("sysbench-cpu", {"max_prime": 2000, "time_s": 1}),
+    ("sysbench-memory", {"block_size": "4k", "time_s": 1}),
+])
+def test_real_run_in_qemu_guest(lab, kernels, name, params):  # noqa: F811
+    """sysbench (and its shared libraries, LuaJIT among them) copied into the busybox initramfs,
+    run under two real Debian kernels; the guest's value must equal the recipe's parser."""
+    s = run_in_qemu(lab, kernels, make_recipe(name, params))
+    print(f"\n{name} in QEMU: {dict(s)}")

@@ -31,6 +31,8 @@ sysbench-fileio  ``sysbench-fileio``         ``sysbench-fileio.read_operations/s
 fio              ``fio-basic`` /             ``fio.<dir>_bw_MBps`` x 1.048576,           upstream; LKP's bw_MBps is
                  ``fio-setup-basic`` + ``fio``  ``fio.<dir>_iops``                      KiB/s / 1024 (MiB/s):
                                                                                         converted to MB/s (10^6)
+stress-ng        ``stress-ng`` (test,        ``stress-ng.<stressor>.ops_per_sec``       upstream (``run``/``parse``
+                 nr_threads, testtime)                                                  read in intel/lkp-tests)
 ===============  ==========================  =========================================  ======================
 
 Configuration: the hosts are ``[lab.ssh]``'s (see the ssh backend); ``[lab.lkp]`` adds

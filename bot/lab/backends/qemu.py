@@ -36,6 +36,9 @@ console on QEMU's stdout, ``-nodefaults -no-reboot``, kernel command line
 ``console=ttyS0 quiet loglevel=1 panic=-1``.  The scratch area is a tmpfs in guest RAM, so
 ``dd`` recipes measure the kernel's page-cache/tmpfs paths, not a disk; ``direct`` I/O is not
 supported there.
+Recipes whose tool measures itself (perf bench, hackbench, stress-ng, sysbench cpu/memory) get
+the host's binary and its shared libraries in the initramfs (``guest_tools``, see
+:mod:`bot.lab.initramfs`); the guest echoes the tool's output as ``OUT`` lines in the console log.
 
 Configuration (``[lab.qemu]``): ``work_dir`` (default ``$REGTRIAGE_HOME/lab/qemu``),
 ``build_cache`` (default ``<work_dir>/builds``), ``deb_dir``, ``qemu_binary`` (default
@@ -201,6 +204,10 @@ class QemuBackend(Backend):
             raise LabError(f"qemu backend cannot run {job.recipe.name}: {why}")
         if job.good.arch != job.bad.arch:
             raise LabError("good and bad builds must have the same arch")
+        tools = job.recipe.recipe.guest_tools
+        if tools and job.good.arch != os.uname().machine:
+            raise LabError(f"{job.recipe.name} copies this host's {', '.join(tools)} into the guest: "
+                           f"the builds' arch {job.good.arch} must be the host's ({os.uname().machine})")
         if shutil.which(self.qemu_binary(job.good.arch)) is None:
             raise LabError(f"{self.qemu_binary(job.good.arch)} not found (Debian: apt-get install qemu-system-x86)")
         problem = initramfs_mod.busybox_problem(self.cfg.busybox)

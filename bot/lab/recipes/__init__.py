@@ -24,7 +24,7 @@ module                 recipes                              direction           
                        sysbench-cpu                         higher (events/s)   qemu ssh
                        sysbench-memory                      higher (MiB/s)      qemu ssh
 :mod:`.hackbench`      hackbench (rt-tests)                 lower (seconds)     qemu ssh
-:mod:`.stress_ng`      stress-ng (whitelisted stressors)    higher (bogo ops/s) qemu ssh
+:mod:`.stress_ng`      stress-ng (whitelisted stressors)    higher (bogo ops/s) qemu ssh lkp
 =====================  ===================================  ==================  ============
 
 "qemu" is the busybox guest (perf, hackbench, stress-ng, sysbench: the host's binaries with

@@ -14,10 +14,12 @@ subclasses decorated with :func:`register`.  The class owns everything about its
                        to when a report gives no command; ``needs_command`` when defaults would be
                        a guess
 ``metric``/``higher_is_better``  the metric name and its direction
-``guest_steps``        busybox ``sh`` pieces for the qemu/LAVA guest (``None``: not in the guest)
+``guest_steps``        busybox ``sh`` pieces for the qemu/LAVA guest; or ``guest_tools`` (host
+                       binaries copied with their libraries into the qemu guest) + ``guest_extract``
+                       (an awk program reading the value from the tool's output, :func:`awk_value`)
 ``host_argv``          argument lists for hosts with the real tool (ssh backend)
 ``parse``              the measured step's stdout/stderr -> the metric's value
-``lkp_job``            the LKP-tests atomic job and stats.json keys (``None``: no LKP template)
+``lkp_job``            the LKP-tests atomic job and stats.json keys (not overridden: no LKP template)
 =====================  ============================================================================
 
 Only validated ints, bools and whitelisted enum strings ever reach a template.

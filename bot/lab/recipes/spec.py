@@ -128,7 +128,8 @@ class RecipeSpec:
         metric = self.metric
         if g.extract:  # the tool measures itself: its output to the console, the value from it
             out = f"{f}.out"
-            show = f"awk '{{ print \"OUT \" $0 }}' {out}"
+            # printable ASCII only: no control character (\r, ...) can start a line of its own
+            show = f"awk '{{ gsub(/[^ -~]/, \"?\"); print \"OUT \" $0 }}' {out}"
             measure = (f"{g.cmd} > {out} 2>&1 || {{ {show}; fail \"{self.name} failed\"; }}\n"
                        f"  {show}\n  {g.post}\n"
                        f"  v=$(awk '{g.extract}' {out}) || fail \"no {metric} value in the {self.name} output\"")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from bot.lab.parsers import NUM, ParseError, num, tail
-from bot.lab.recipes.base import (Decline, EnumParam, IntParam, Recipe, awk_value, duration_option, int_option, register,
+from bot.lab.recipes.base import (Decline, EnumParam, IntParam, LkpJob, Recipe, awk_value, duration_option, int_option, register,
                                   split_options, threads_param, time_param, word)
 
 # syscall/scheduler/IPC/VFS stressors that finish plenty of bogo ops in ~1 s and need no devices
@@ -25,12 +25,13 @@ STRESSORS = ("cpu", "switch", "pipe", "fork", "futex", "sem", "msg", "context", 
 
 def parse_stress_ng(stderr: str, stressor: str) -> dict:
     """``--metrics-brief`` (stress-ng 0.15: ``stress-ng: metrc: [pid] NAME ops real usr sys
-    ops/s ops/s``) -> ``{"bogo_ops", "real_s", "usr_s", "sys_s", "ops_per_sec",
+    ops/s ops/s``; later versions add two columns, CPU % per instance and max RSS, and older ones
+    say ``info:``: accepted, as LKP's parser does) -> ``{"bogo_ops", "real_s", "usr_s", "sys_s", "ops_per_sec",
     "ops_per_sec_cpu"}`` for ``stressor``."""
     if not isinstance(stderr, str):
         raise ParseError("stress-ng output must be text")
     rx = re.compile(rf"^stress-ng: (?:metrc|info): +\[[0-9]+\] {re.escape(stressor)} +([0-9]+) +({NUM}) +({NUM}) "
-                    rf"+({NUM}) +({NUM}) +({NUM})\s*$", re.M)
+                    rf"+({NUM}) +({NUM}) +({NUM})(?: +{NUM} +{NUM})?\s*$", re.M)
     rows = rx.findall(stderr)
     if len(rows) != 1:
         raise ParseError(f"expected one metrics row for stressor {stressor!r}, found {len(rows)}: {tail(stderr)}")
@@ -52,7 +53,7 @@ class StressNg(Recipe):
     host_tool = "stress-ng"
     guest_tools = ("stress-ng",)
     # the one stressor's row of the metrics table (header/units/misc rows differ in shape): ops/s real
-    guest_extract = awk_value('$2 == "metrc:" && NF == 10 && $5 ~ /^[0-9]+$/', "$9")
+    guest_extract = awk_value('$2 == "metrc:" && (NF == 10 || NF == 12) && $5 ~ /^[0-9]+$/', "$9")
     claim_doc = f"stress-ng --STRESSOR N [--timeout T] (STRESSOR: {', '.join(STRESSORS)})"
     params = (
         EnumParam("stressor", STRESSORS, "switch", "the stressor"),
@@ -91,6 +92,14 @@ class StressNg(Recipe):
         if "stressor" not in params:
             raise Decline(f"stress-ng without a vetted stressor (vetted: {', '.join(STRESSORS)})")
         return self.name, params, notes
+
+    def lkp_job(self, p: dict) -> LkpJob:
+        """intel/lkp-tests programs/stress-ng: ``run`` reads ``test``, ``nr_threads``, ``testtime``
+        (``stress-ng --timeout $testtime --times --verify --metrics --no-rand-seed --$test
+        $nr_threads``); ``parse`` prints ``<stressor>.ops_per_sec`` = bogo ops/s (real time)."""
+        return LkpJob("stress-ng", True, [("stress-ng", {"test": p["stressor"], "nr_threads": p["threads"],
+                                                         "testtime": f"{p['time_s']}s"})],
+                      [self.metric(p)])
 
     def host_argv(self, p: dict, scratch: str, f: str) -> list[list[str]]:
         return [["stress-ng", f"--{p['stressor']}", str(p["threads"]), "--timeout", f"{p['time_s']}s",
