@@ -1,7 +1,7 @@
 """Web dashboard throughput at 100,000 records, over real HTTP (targets: the JSON API >= 150
 requests/s, the HTML search >= 100/s).
 
-    .venv/bin/python bench/web.py                      # SQLite, 100k records, 10 s per URL
+    .venv/bin/python bench/web.py                      # SQLite, 100k records, serve --workers 2, 10 s per URL
     .venv/bin/python bench/web.py --records 20000 --seconds 5 --clients 4
     .venv/bin/python bench/web.py --pg postgresql+psycopg://postgres@127.0.0.1:5432/test
 
@@ -47,11 +47,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(db_url: str, home: str) -> tuple[subprocess.Popen, int]:
+def serve(db_url: str, home: str, workers: int) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {**os.environ, "REGTRIAGE_HOME": home}
     proc = subprocess.Popen([str(Path(sys.executable).parent / "regtriage"), "--db", db_url, "serve",
-                             "--port", str(port), "--log-level", "warning"], env=env)
+                             "--port", str(port), "--log-level", "warning", "--workers", str(workers)], env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -99,9 +99,10 @@ def run(db_url: str, label: str, args) -> bool:
     store = Store(db_url)
     fill_s = fill(store, args.records)
     store.close()
-    print(f"\n{label}: {args.records} records in {fill_s:.1f} s; {args.clients} clients, {args.seconds:.0f} s per URL")
+    print(f"\n{label}: {args.records} records in {fill_s:.1f} s; serve --workers {args.workers}, "
+          f"{args.clients} clients, {args.seconds:.0f} s per URL")
     with tempfile.TemporaryDirectory() as home:
-        proc, port = serve(db_url, home)
+        proc, port = serve(db_url, home, args.workers)
         ok = True
         try:
             print(f"  {'req/s':>7}  {'median ms':>9}  {'p95 ms':>7}  target  url")
@@ -125,6 +126,7 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2, help="regtriage serve --workers (default: one per core here)")
     ap.add_argument("--pg", default=None, help="also measure on this PostgreSQL (a fresh schema, dropped after)")
     args = ap.parse_args()
     ok = True

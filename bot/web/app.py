@@ -564,6 +564,17 @@ def _int_param(value: str | None, default: int, name: str, lo: int, hi: int | No
     return v
 
 
+def app_from_environment():
+    """The app for each of ``regtriage serve --workers N``'s processes (a uvicorn factory):
+    configuration and database from ``REGTRIAGE_CONFIG`` / ``REGTRIAGE_DB``, as the command
+    that started them resolved them."""
+    from bot.config import load
+    from storage.store import Store
+
+    config = load()
+    return create_app(Store(config.db_url), config)
+
+
 def create_app(store, config=None, *, reruns: RerunSource | None = None):
     """The ASGI app over ``store`` (read only).  ``reruns(store, rid) -> list`` supplies rerun
     results for entries that have none of their own (default :func:`reruns_for`)."""
