@@ -440,7 +440,8 @@ def facts_of(e: dict[str, Any]) -> dict[str, Any]:
             "subsystem": e.get("subsystem"), "culprit": (e.get("culprit") or {}).get("commit"),
             "good": (e.get("range") or {}).get("good"), "bad": (e.get("range") or {}).get("bad"),
             "metric": e.get("metric"), "change_percent": e.get("change_percent"),
-            "duplicate_of": e.get("duplicate_of"), "fix": (e.get("fix") or {}).get("commit")}
+            "duplicate_of": e.get("duplicate_of"), "fix": (e.get("fix") or {}).get("commit"),
+            **({"rerun": e["reruns"][-1].get("id")} if e.get("reruns") else {})}  # a new rerun: a new reply
 
 
 def event_of(e: dict[str, Any], kind: str | None = None) -> tuple[str, str, str]:
@@ -525,10 +526,10 @@ def _reply_env():
 
 
 def render_body(e: dict[str, Any], *, event_kind: str, link: str | None, regzbot: list[str],
-                answers_report: bool) -> str:
+                answers_report: bool, base_url: str | None = None) -> str:
     tpl = _reply_env().get_template("reply.txt.j2")
     text = tpl.render(e=_mail_entry(e), event=event_kind, link=link, regzbot=regzbot,
-                      answers_report=answers_report, width=WIDTH)
+                      answers_report=answers_report, width=WIDTH, base_url=base_url)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
@@ -602,7 +603,8 @@ def compose(e: dict[str, Any], answered: Answered, settings: MailSettings, *, ev
                        answers_report=answers_report)
     if not any(x.startswith(("#regzbot introduced:", "#regzbot ^introduced:")) for x in rz):
         notes.append("no culprit or version range known: no '#regzbot introduced:' line")
-    body = render_body(e, event_kind=kind, link=link, regzbot=rz, answers_report=answers_report)
+    body = render_body(e, event_kind=kind, link=link, regzbot=rz, answers_report=answers_report,
+                       base_url=settings.base_url)
 
     msg = EmailMessage(policy=MAIL_POLICY)
     msg["From"] = Address(display_name=settings.from_name, addr_spec=settings.from_addr)

@@ -186,7 +186,7 @@ def _record_note(store, rid: int | None, new: str, note: str) -> None:
     with store.engine.begin() as conn:
         run = _Run(conn)
         if run.record(rid) is not None:
-            run.history(rid, "rerun", None, new, actor=ACTOR, message_id=None, source="user", note=note[:2000])
+            run.history(rid, "rerun", None, new, actor=ACTOR, message_id=None, source="lab", note=note[:2000])
 
 
 def _restore_status(store, job: dict, note: str) -> None:

@@ -104,10 +104,15 @@ def summary_parts(entry: dict[str, Any]) -> list[str]:
 def irc_line(event: str, entry: dict[str, Any], base_url: str | None, max_bytes: int = IRC_MAX_BYTES) -> str:
     """``regtriage: confirmed #12 page_fault1 throughput regression [mm] (performance, -15.0%)
     culprit 54a6eb5c4765 https://.../regressions/12`` -- one line, at most ``max_bytes``."""
+    from bot.lab.verdict_report import irc_figures
+
     label = LABELS.get(event, event)
     head = f"{label} #{int(entry['id'])}:"
     title = one_line(entry.get("title")) or "(no title)"
     link = record_link(base_url, entry) or ""
+    figures = irc_figures(event, entry)  # a lab verdict: its figures come first, the title after
+    if figures:
+        return fit([f"{head} {one_line(figures)};", title], link, max_bytes)
     return fit([f"{head} {title}", *summary_parts(entry)], link, max_bytes)
 
 
@@ -140,15 +145,15 @@ def matrix_bodies(event: str, entry: dict[str, Any], base_url: str | None) -> tu
     plain_head = f"[regtriage] {label}: regression #{int(entry['id'])}: {title}"
     if link:
         plain_head += f"\n{link}"
-    plain = plain_head + "\n\n" + render(entry, "txt")
+    plain = plain_head + "\n\n" + render(entry, "txt", base_url)
     md_head = f"**\\[regtriage\\] {md_escape(label)}**"
     if link:
         md_head += f" · [web page]({safe_url(link)})"
-    md = md_head + "\n\n" + render(entry, "md")
+    md = md_head + "\n\n" + render(entry, "md", base_url)
     body_html = markdown_to_html(md)
     if len(body_html) > MATRIX_MAX_CHARS:  # too long: heading and entry without the history
         short = dict(entry, history=[], related=entry.get("related", [])[:10])
-        body_html = markdown_to_html(md_head + "\n\n" + render(short, "md"))
+        body_html = markdown_to_html(md_head + "\n\n" + render(short, "md", base_url))
     return _cap(plain.rstrip() + "\n"), _cap(body_html)
 
 
