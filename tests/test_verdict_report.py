@@ -93,7 +93,7 @@ def test_not_reproduced_on_an_emulated_machine_every_message_states_the_figures(
     # IRC: one line with the figures and the link
     line = irc_line("not-reproduced", e, BASE)
     assert len(line.encode()) <= 400 and "\n" not in line
-    for part in (f"lab on {f['machine']} (emulated)", "n=5+5", f"median {f['median_good']} -> {f['median_bad']}",
+    for part in (f"lab on {f['machine']} (emulated, a stand-in)", "n=5+5", f"median {f['median_good']} -> {f['median_bad']}",
                  f["change"], f["ci"], f"CV {job['result']['cv_percent']:.1f}%", f"{BASE}/regressions/{rid}"):
         assert part in line, (part, line)
 
@@ -179,3 +179,38 @@ def test_hostile_values_stay_text_in_chat_and_mail():
     assert "<img" not in html and "<script" not in html
     text = render(e, "txt", BASE)
     assert not any(ln.startswith("#regzbot") for ln in text.splitlines())
+
+
+NO_FIT_LAB = """
+[lab]
+runs = 5
+warmup = 0
+builds = {"good-1" = "image:/k/good", "bad-1" = "image:/k/bad"}
+machines = [{name = "arm1", arch = "aarch64", backend = "fake", storage = ["ssd"]},
+            {name = "hdd1", arch = "x86_64", backend = "fake", storage = ["hdd"], filesystems = ["ext4"]}]
+"""
+
+
+def test_match_plan_rerun_exit_1_with_the_reasons_when_nothing_fits(cli, home, tmp_path):
+    from tests.test_scheduler import _lab_cli
+
+    store = _lab_cli(cli, tmp_path, NO_FIT_LAB)
+    hw = {"cpu": None, "arch": "x86_64", "memory": None, "storage": "nvme"}
+    rid = record(store, hardware=hw, config={"filesystem": "xfs", "benchmark": "dd",
+                                             "command": "dd if=/dev/zero of=/x bs=1M count=8", "kernel_config": []})
+    bare = record(store)  # names no hardware: hdd1 is only a stand-in
+    store.close()
+    reasons = ("arch aarch64 is not the report's x86_64", "score -40 is below min_score 0")
+    for args in (("lab", "match", str(rid)), ("lab", "plan", str(rid)), ("rerun", str(rid), "--dry-run"),
+                 ("rerun", str(rid))):
+        r = cli(*args)
+        flat = " ".join(r.output.split())
+        assert r.exit_code == 1, (args, r.output)
+        assert all(x in flat for x in reasons), (args, flat)
+    r = cli("lab", "match", str(bare))
+    assert r.exit_code == 1 and "no machine matches: the report names no hardware; best stand-in: hdd1" in \
+        " ".join(r.output.split())
+    r = cli("rerun", str(bare), "--dry-run")  # a person may still run it there, and is told so
+    assert r.exit_code == 0 and "hdd1 (a stand-in: the report names no hardware)" in r.output
+    r = cli("rerun", str(bare))
+    assert r.exit_code == 0 and "a stand-in: the report names no hardware" in r.output

@@ -31,6 +31,7 @@ def _rerun(job: dict[str, Any]) -> dict[str, Any]:
         "regression_id": job.get("regression_id"),
         "machine": job.get("machine"),
         "backend": job.get("backend"),
+        "stand_in": bool((plan.get("match") or {}).get("stand_in")),  # the report named no hardware
         "recipe": recipe.get("name"),
         "metric": samples.get("metric") or recipe.get("metric"),
         "higher_is_better": samples.get("higher_is_better", recipe.get("higher_is_better")),

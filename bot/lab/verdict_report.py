@@ -6,7 +6,8 @@ Every text that reports a rerun's verdict -- the reply drafted to the list
 ``templates/verdict_irc.txt.j2``) -- is rendered from :func:`summarize` of one rerun (a dict of
 :mod:`bot.lab.reruns`).  It states:
 
-* the machine, and that it is emulated where so (its samples time an emulated CPU);
+* the machine, and that it is emulated where so (its samples time an emulated CPU), and that
+  it is only a stand-in where the report named no hardware to match;
 * the kernels: the good and the bad build (the record's refs and what the lab booted);
 * the recipe and its parameters, the metric and its direction;
 * n per side, each side's median, the change with its repeated confidence interval and
@@ -172,6 +173,7 @@ def summarize(r: dict[str, Any]) -> dict[str, Any]:
         "backend": r.get("backend"),
         "emulated": bool(r.get("emulated")),
         "emulated_known": r.get("emulated") is not None,
+        "stand_in": bool(r.get("stand_in")),
         "kernel_good": _kernel(refs, builds, "good"),
         "kernel_bad": _kernel(refs, builds, "bad"),
         "ref_good": str(refs.get("good") or builds.get("good") or "?"),
