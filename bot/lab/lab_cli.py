@@ -277,11 +277,14 @@ def register(main: click.Group) -> None:
         click.echo(f"looks {list(design.looks)} runs per build, alpha {design.alpha} ({design.spending}), "
                    f"CV {cv}%, {trials} trials per cell{', emulated machine' if emulated else ''}; "
                    f"LKP's rule at {lkp_runs} runs per build")
-        t = _table("change", "FP (A/A)", "power", "mean runs", "max runs", "LKP FP", "LKP power", "LKP runs")
+        t = _table("change", "FP (A/A)", "power", "mean runs", "max runs", "LKP FP", "LKP power", "ranges FP",
+                   "ranges power", "LKP runs")
         for r in rows:
+            k = r["lkp"]
             t.add_row(f"{r['change_percent']:+g}%", f"{r['false_positive_rate']:.2%}", f"{r['power']:.2%}",
-                      f"{r['mean_runs']:.1f}", str(r["max_runs"]), f"{r['lkp']['false_positive_rate']:.2%}",
-                      f"{r['lkp']['power']:.2%}", str(r["lkp"]["runs"]))
+                      f"{r['mean_runs']:.1f}", str(r["max_runs"]), f"{k['false_positive_rate']:.2%}",
+                      f"{k['power']:.2%}", f"{k['ranges_false_positive_rate']:.2%}", f"{k['ranges_power']:.2%}",
+                      str(k["runs"]))
         _console().print(t)
 
     @lab_group.command("work")
