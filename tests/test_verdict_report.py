@@ -128,6 +128,7 @@ def test_confirmed_reply_and_csv_svg_on_the_dashboard(store):
     assert client.get(f"/regressions/{rid}/reruns/{job['id'] + 99}/samples.csv").status_code == 404
     page = client.get(f"/regressions/{rid}").text
     assert f"/regressions/{rid}/reruns/{job['id']}/samples.csv" in page
+    assert f"CV {job['result']['cv_percent']:.1f}% (the noisier build)" in page and "emulated machine" not in page
 
 
 def _rerun(**kw):
