@@ -349,7 +349,7 @@ def test_lab_example_loads_with_the_values_written(home):
     cfg = Config(home=home, db_url="sqlite://", path=LAB_EXAMPLE, data=load_toml(LAB_EXAMPLE))
     out = run_loaders(cfg)
     assert [m.name for m in out["machines"]] == ["qemu-tcg-1", "xeon-6238m", "altra"]
-    assert [m.enabled for m in out["machines"]] == [True, True, False]
+    assert [m.enabled for m in out["machines"]] == [True, False, False]  # the two hosts are examples
     assert (out["lab"]["runs"], out["lab"]["alpha"], out["lab"]["timeouts"].total_s) == (5, 0.01, 7200)
     assert out["limits"] == Limits(1 << 30, 64, 600, True)
     assert out["builds"].builds_dir == "/srv/kernels" and out["builds"].arch == "x86_64"
@@ -482,3 +482,24 @@ def test_examples_hold_no_secrets_and_only_illustrative_hosts():
                     or host.endswith(".example.org"), f"{path.name}: {key} = {value!r} is not illustrative"
     data = load_toml(EXAMPLE)
     assert data["service"]["replies"] in ("off", "draft")
+
+
+def test_example_configs_name_no_machine_that_does_not_exist():
+    """Every machine of deploy/*.toml is either local (qemu, on this host) or tagged "example"
+    and disabled; an enabled "example" machine is refused by the loader."""
+    import pytest
+
+    from bot.lab.inventory import InventoryError
+
+    seen = 0
+    for path in sorted((REPO / "deploy").glob("*.toml")):
+        for m in load_machines({"lab": load_toml(path).get("lab", {})}):
+            seen += 1
+            if m.backend != "qemu":
+                assert "example" in m.tags and not m.enabled, (path.name, m.name)
+            elif m.enabled:
+                assert "example" not in m.tags
+    assert seen >= 3
+    bad = {"lab": {"machines": [{"name": "x", "arch": "x86_64", "backend": "ssh", "tags": ["example"]}]}}
+    with pytest.raises(InventoryError, match="tagged 'example'"):
+        load_machines(bad)

@@ -591,7 +591,9 @@ filesystems = ["ext4"]
     assert m["match"]["best"] == "m1" and m["plan_declined"] == []
     out = cli("lab", "match", str(r1)).output
     assert "m1: score 0, eligible" in out and "report names no CPU vendor" in out
-    assert cli("lab", "match", str(r1)).exit_code == 0
+    # the report names no hardware: m1 is only a stand-in, so `lab match` says so and exits 1
+    assert "no machine matches: the report names no hardware; best stand-in: m1" in " ".join(out.split())
+    assert cli("lab", "match", str(r1)).exit_code == 1 and m["match"]["stand_in"] is True
     plan = cli("lab", "plan", str(r1))
     assert "dd-seqwrite" in plan.output and plan.exit_code == 0
     declined = cli("lab", "plan", str(r3))
@@ -624,21 +626,26 @@ filesystems = ["ext4"]
 def test_auto_schedule_policy(store):
     from bot.lab.scheduler import auto_schedule
 
-    rid = record(store, kind="performance")
+    hw = {"cpu": None, "arch": "x86_64", "memory": "8G", "storage": None}  # names some hardware
+    rid = record(store, kind="performance", hardware=hw)
     assert auto_schedule(store, lab_config(), rid) is None  # off unless [lab] auto_rerun = true
     c = lab_config(auto_rerun=True)
+    # a report that names no hardware matches no machine: never rerun on its own (noted why)
+    bare = record(store, kind="performance")
+    assert auto_schedule(store, c, bare) is None and list_jobs(store, regression_id=bare) == []
+    assert "the report names no hardware" in history_notes(store, bare, "rerun")[-1][1]
     job = auto_schedule(store, c, rid)
     assert job["state"] == "queued"
     assert auto_schedule(store, c, rid) is None  # once per record
     cancel_job(store, c, job["id"])
     assert auto_schedule(store, c, rid) is None
-    assert auto_schedule(store, lab_config((), auto_rerun=True), record(store, kind="performance")) is None  # no machines
+    assert auto_schedule(store, lab_config((), auto_rerun=True), record(store, kind="performance", hardware=hw)) is None  # no machines
     # the policy: performance claims only (unless auto_rerun_kinds says more), with a culprit or a range
-    assert auto_schedule(store, c, record(store, kind="functional")) is None
+    assert auto_schedule(store, c, record(store, kind="functional", hardware=hw)) is None
     assert auto_schedule(store, lab_config(auto_rerun=True, auto_rerun_kinds=["functional"]),
-                         record(store, kind="functional"))["state"] == "queued"
-    assert auto_schedule(store, c, record(store, kind="performance", good=None, bad=None)) is None
-    assert auto_schedule(store, c, record(store, kind="performance", good=None, bad=None,
+                         record(store, kind="functional", hardware=hw))["state"] == "queued"
+    assert auto_schedule(store, c, record(store, kind="performance", good=None, bad=None, hardware=hw)) is None
+    assert auto_schedule(store, c, record(store, kind="performance", good=None, bad=None, hardware=hw,
                                           culprit_commit="54a6eb5c4765"))["state"] != "queued"  # no tree: declined
 
 

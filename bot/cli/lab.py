@@ -60,7 +60,26 @@ def _print_match(m: dict) -> None:
             pts = "  x " if r["excludes"] else f"{r['points']:+4d}" if r["points"] else "   0"
             con.print(Text(f"  {pts}  {r['text']}"))
     best = m.get("best")
-    con.print(f"best: {best}" if best else "no machine fits")
+    if best and m.get("stand_in"):
+        con.print(f"no machine matches: the report names no hardware; best stand-in: {best} "
+                  f"(`regtriage rerun` runs it there, saying so)")
+    else:
+        con.print(f"best: {best}" if best else "no machine fits")
+
+
+def _fits(m: dict | None) -> bool:
+    """A machine matches (not only stands in for) the report."""
+    return bool(m and m.get("best") and not m.get("stand_in"))
+
+
+def _why_not(m: dict | None) -> str:
+    """Why no machine fits, one line per candidate (for a dry run)."""
+    if not m:
+        return "no match was made (the plan was declined)"
+    if not m.get("candidates"):
+        return "no lab machines are configured ([[lab.machines]])"
+    return "; ".join(f"{c['machine']}: " + ", ".join(r["text"] for r in c["reasons"] if r["excludes"])
+                     for c in m["candidates"] if not c["eligible"])
 
 
 def _print_plan(rid: int, out: dict) -> None:
@@ -85,7 +104,8 @@ def _print_plan(rid: int, out: dict) -> None:
         click.echo(f"DECLINED: {d}")
     if out["match"]:
         best = out["match"]["best"]
-        click.echo(f"machine:  {best or 'none fits (see regtriage lab match)'}")
+        stand_in = " (a stand-in: the report names no hardware)" if out["match"].get("stand_in") else ""
+        click.echo(f"machine:  {best + stand_in if best else 'none fits: ' + _why_not(out['match'])}")
 
 
 def _print_jobs(rows) -> None:
@@ -173,8 +193,8 @@ def register(main: click.Group) -> None:
             _print_match(m)
             for d in plan["declined"]:
                 click.echo(f"plan declined: {d}")
-        if not m.get("best"):
-            sys.exit(1)  # no machine fits: the reasons are above
+        if not _fits(m):
+            sys.exit(1)  # no machine fits (or the report names no hardware): the reasons are above
 
     @lab_group.command("plan")
     @click.argument("ident")
@@ -194,8 +214,8 @@ def register(main: click.Group) -> None:
             _dump(out)
         else:
             _print_plan(rid, out)
-        if out["plan"]["declined"]:
-            sys.exit(1)  # declined: the reasons are above
+        if out["plan"]["declined"] or not (out["match"] or {}).get("best"):
+            sys.exit(1)  # declined, or no machine fits: the reasons are above
 
     @lab_group.command("power")
     @click.option("--cv", type=float, required=True, help="Coefficient of variation of one run, in %.")
@@ -257,11 +277,14 @@ def register(main: click.Group) -> None:
         click.echo(f"looks {list(design.looks)} runs per build, alpha {design.alpha} ({design.spending}), "
                    f"CV {cv}%, {trials} trials per cell{', emulated machine' if emulated else ''}; "
                    f"LKP's rule at {lkp_runs} runs per build")
-        t = _table("change", "FP (A/A)", "power", "mean runs", "max runs", "LKP FP", "LKP power", "LKP runs")
+        t = _table("change", "FP (A/A)", "power", "mean runs", "max runs", "LKP FP", "LKP power", "ranges FP",
+                   "ranges power", "LKP runs")
         for r in rows:
+            k = r["lkp"]
             t.add_row(f"{r['change_percent']:+g}%", f"{r['false_positive_rate']:.2%}", f"{r['power']:.2%}",
-                      f"{r['mean_runs']:.1f}", str(r["max_runs"]), f"{r['lkp']['false_positive_rate']:.2%}",
-                      f"{r['lkp']['power']:.2%}", str(r["lkp"]["runs"]))
+                      f"{r['mean_runs']:.1f}", str(r["max_runs"]), f"{k['false_positive_rate']:.2%}",
+                      f"{k['power']:.2%}", f"{k['ranges_false_positive_rate']:.2%}", f"{k['ranges_power']:.2%}",
+                      str(k["runs"]))
         _console().print(t)
 
     @lab_group.command("work")
@@ -316,6 +339,8 @@ def register(main: click.Group) -> None:
             else:
                 _print_plan(rid, job)
                 click.echo("dry run: nothing scheduled (--json prints the plan and the match as JSON)")
+            if job["plan"]["declined"] or not (job["match"] or {}).get("best"):
+                raise SystemExit(1)  # it would be declined: the reasons are above
             return
         if not as_json:
             click.echo(f"job {job['id']}: {job['state']}: {job.get('message') or ''}")
@@ -327,8 +352,8 @@ def register(main: click.Group) -> None:
                 click.echo(f"job {job['id']}: {job['state']}: {job.get('message') or ''}")
         if as_json:
             _dump(_job_json(get_job(obj.store, job["id"], events=True)))
-        if job["state"] in ("declined", "failed", "cancelled"):
-            raise SystemExit(1)
+        if job["state"] in ("declined", "failed", "cancelled", "waiting"):
+            raise SystemExit(1)  # nothing fits (declined, or waiting for a machine): the message says why
 
     @main.group("jobs", invoke_without_command=True)
     @click.option("--json", "as_json", is_flag=True)

@@ -183,7 +183,7 @@ def _record_note(store, rid: int | None, new: str, note: str) -> None:
         return
     from bot.tracker.records import add_note
 
-    add_note(store, rid, "rerun", new, actor=ACTOR, note=note[:2000])
+    add_note(store, rid, "rerun", new, actor=ACTOR, note=note[:2000], source="lab")
 
 
 def _restore_status(store, job: dict, note: str) -> None:
@@ -353,11 +353,11 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
             raise SchedulerError(why)
     mach = get_machine(config, best.machine)
     spec = plan.run_spec(label=f"regtriage-{rid}")
+    queued = f"queued for {mach.name} (score {best.score}{'; a stand-in: the report names no hardware' if m.stand_in else ''})"
     job = _insert_job(store, {"regression_id": rid, "state": "queued", "plan": info, "machine": mach.name,
                               "backend": mach.backend, "backend_config": pinned_backend_config(mach, config),
-                              "spec": spec.to_dict(), "max_attempts": plan.max_attempts,
-                              "message": f"queued for {mach.name} (score {best.score})"},
-                      f"queued for {mach.name} (score {best.score})")
+                              "spec": spec.to_dict(), "max_attempts": plan.max_attempts, "message": queued},
+                      queued)
     set_status(store, rid, "rerun-scheduled", ACTOR, _scheduled_note(job, best.score), source="lab")
     return job
 
@@ -399,7 +399,11 @@ def auto_schedule(store, config: Any, rid: int) -> dict[str, Any] | None:
     with store.engine.connect() as conn:
         if conn.execute(select(J.c.id).where(J.c.regression_id == rid).limit(1)).first() is not None:
             return None
+    from bot.lab.matching import NO_HARDWARE, requirements_from_record
+
     refusal = _untrusted_report(store, config, rec)
+    if not refusal and not requirements_from_record(rec).names_hardware:
+        refusal = f"rerun not started (auto): {NO_HARDWARE}; `regtriage rerun {rid} [--machine M]` runs it on one"
     if refusal:
         _record_note(store, rid, "not-started", refusal)
         return None

@@ -73,7 +73,8 @@ def facts_of(e: dict[str, Any]) -> dict[str, Any]:
             "subsystem": e.get("subsystem"), "culprit": (e.get("culprit") or {}).get("commit"),
             "good": (e.get("range") or {}).get("good"), "bad": (e.get("range") or {}).get("bad"),
             "metric": e.get("metric"), "change_percent": e.get("change_percent"),
-            "duplicate_of": e.get("duplicate_of"), "fix": (e.get("fix") or {}).get("commit")}
+            "duplicate_of": e.get("duplicate_of"), "fix": (e.get("fix") or {}).get("commit"),
+            **({"rerun": e["reruns"][-1].get("id")} if e.get("reruns") else {})}  # a new rerun: a new reply
 
 
 def event_of(e: dict[str, Any], kind: str | None = None) -> tuple[str, str, str]:
@@ -148,9 +149,9 @@ def wrap_entry(text: str, width: int = WIDTH) -> str:
 def _reply_env():
     """The plain-text environment of bot.tracker.entry (values cleaned of line breaks and
     control characters, same filters), plus ``para`` and ``entry`` wrapping filters."""
-    from bot.tracker.entry import _env
+    from bot.tracker.entry import template_env
 
-    env = _env("txt").overlay()
+    env = template_env("txt").overlay()
     env.filters = dict(env.filters)
     env.filters["para"] = wrap_paragraphs
     env.filters["entry"] = wrap_entry
@@ -158,10 +159,10 @@ def _reply_env():
 
 
 def render_body(e: dict[str, Any], *, event_kind: str, link: str | None, regzbot: list[str],
-                answers_report: bool) -> str:
+                answers_report: bool, base_url: str | None = None) -> str:
     tpl = _reply_env().get_template("reply.txt.j2")
     text = tpl.render(e=_mail_entry(e), event=event_kind, link=link, regzbot=regzbot,
-                      answers_report=answers_report, width=WIDTH)
+                      answers_report=answers_report, width=WIDTH, base_url=base_url)
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
 
 
@@ -235,7 +236,8 @@ def compose(e: dict[str, Any], answered: Answered, settings: MailSettings, *, ev
                        answers_report=answers_report)
     if not any(x.startswith(("#regzbot introduced:", "#regzbot ^introduced:")) for x in rz):
         notes.append("no culprit or version range known: no '#regzbot introduced:' line")
-    body = render_body(e, event_kind=kind, link=link, regzbot=rz, answers_report=answers_report)
+    body = render_body(e, event_kind=kind, link=link, regzbot=rz, answers_report=answers_report,
+                       base_url=settings.base_url)
 
     msg = EmailMessage(policy=MAIL_POLICY)
     msg["From"] = Address(display_name=settings.from_name, addr_spec=settings.from_addr)

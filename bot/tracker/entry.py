@@ -241,7 +241,7 @@ def _short_date(value: str | None) -> str:
 
 
 @lru_cache(maxsize=4)
-def _env(kind: str):
+def template_env(kind: str):
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=False, trim_blocks=True,
@@ -250,6 +250,12 @@ def _env(kind: str):
     env.filters["change"] = _fmt_change
     env.filters["day"] = _short_date
     env.filters["clean"] = clean_text
+    from bot.lab import verdict_report
+
+    env.globals["rerun_summaries"] = verdict_report.summaries
+    env.globals["rerun_latest"] = verdict_report.latest
+    env.globals["rerun_link"] = verdict_report.link
+    env.globals["samples_csv"] = verdict_report.samples_csv
     if kind == "md":
         env.filters["link"] = _md_link
         env.filters["code"] = _md_code
@@ -277,10 +283,11 @@ def wrap_text(text: str, width: int = WIDTH) -> str:
     return "\n".join(out)
 
 
-def render(e: dict[str, Any], fmt: str = "txt") -> str:
-    """Render an entry: ``txt`` (mail, wrapped at 72) or ``md`` (chat)."""
+def render(e: dict[str, Any], fmt: str = "txt", base_url: str | None = None) -> str:
+    """Render an entry: ``txt`` (mail, wrapped at 72) or ``md`` (chat); ``base_url``: the
+    dashboard, for the links to reruns' samples and plots."""
     if fmt not in ("txt", "md"):
         raise ValueError(f"unknown format {fmt!r}")
-    tpl = _env(fmt).get_template(f"entry.{fmt}.j2")
-    text = tpl.render(e=e, width=WIDTH)
+    tpl = template_env(fmt).get_template(f"entry.{fmt}.j2")
+    text = tpl.render(e=e, width=WIDTH, base_url=base_url)
     return wrap_text(text) if fmt == "txt" else text

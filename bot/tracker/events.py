@@ -22,6 +22,7 @@ STATUS_EVENTS = {
     "confirmed": "confirmed",
     "not-reproduced": "not-reproduced",
     "inconclusive": "inconclusive",
+    "improved": "improved",
     "fix-pending": "fix-landed",
     "fixed": "fix-landed",
 }

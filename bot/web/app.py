@@ -592,8 +592,9 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
         def render(self, content: Any) -> bytes:
             return json_bytes(content)
 
-    from bot.tracker.query import CLOSED, KINDS, STATUSES
+    from bot.lab.rerun_web import rerun_routes
     from bot.tracker.entry import entries, entry
+    from bot.tracker.query import CLOSED, KINDS, STATUSES
 
     source = reruns or reruns_for
 
@@ -704,6 +705,7 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
         Route("/", list_page, methods=["GET", "HEAD"]),
         Route("/regressions", to_list, methods=["GET", "HEAD"]),
         Route("/regressions/{rid:int}", record_page, methods=["GET", "HEAD"]),
+        *rerun_routes(store, source),  # a rerun's samples.csv and samples.svg (bot.lab.rerun_web)
         Route("/feed.atom", feed, methods=["GET", "HEAD"]),
         Route("/api/regressions", api_list, methods=["GET", "HEAD"]),
         Route("/api/regressions/{rid:int}", api_record, methods=["GET", "HEAD"]),
