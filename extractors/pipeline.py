@@ -31,7 +31,7 @@ from . import patterns as P
 from .claim import Claim, MentionedCommit
 from .mailtext import MailText
 from .rules import Extractor, clean_commits, clean_versions, find_commits, find_versions, sigmoid
-from .subsystems import canonical, subsystem_for
+from .subsystems import canonical, subsystem_with_source
 
 WORD_SPACE = re.compile(r"(\S+)( ?)|(\s+)")
 
@@ -306,8 +306,10 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
     for k in ("filesystem", "benchmark", "command", "kernel_config"):
         if cfg.get(k):
             ex.add_fact(k, cfg[k], cfg_spans.get(k), in_subject=cfg_spans.get(k) is None)
-    c.subsystem = canonical(subsystem_for(ex.subject, c.culprit_subject, ex.clean, c.config.get("filesystem"),
-                                          c.kind, ex.robot_subject, c.culprit_commit))
+    area, ex.subsystem_source = subsystem_with_source(ex.subject, c.culprit_subject, ex.clean,
+                                                      c.config.get("filesystem"), c.kind, ex.robot_subject,
+                                                      c.culprit_commit)
+    c.subsystem = canonical(area)
     if c.subsystem:
         ex.add_fact("subsystem", c.subsystem, None, in_subject=True,
                     sentence=c.culprit_subject or ex.subject)
