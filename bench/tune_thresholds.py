@@ -26,7 +26,9 @@ from extractors.claim import Claim  # noqa: E402
 from extractors.pipeline import run  # noqa: E402
 
 # model name -> the scored field(s) it decides
+# ("good.pair": the pair threshold of the good ranker, see learned.choose_range)
 FIELD_OF = {"is_regression": ["is_regression"], "culprit": ["culprit"], "good": ["good"], "bad": ["bad"],
+            "good.pair": ["good", "bad"], "bad.pair": ["good", "bad"],
             "cpu": ["cpu"], **{f"gate_{f}": [f] for f in learned.GATED_FIELDS if f != "cpu"}}
 GRID = [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
 
@@ -55,18 +57,19 @@ def main(argv=None) -> int:
     def score(overrides: dict[str, float]) -> dict:
         pairs = []
         for held, model in folds:
-            saved = {n: lm.threshold for n, lm in model.models.items()}
+            saved = {n: (lm.threshold, lm.pair_threshold) for n, lm in model.models.items()}
             for n, t in overrides.items():
-                if n in model.models:
-                    model.models[n].threshold = t
+                base, _, attr = n.partition(".")
+                if base in model.models:
+                    setattr(model.models[base], "pair_threshold" if attr == "pair" else "threshold", t)
             for i in sorted(held):
                 m = msgs[i]
                 if a.fresh and not str(m.label.get("origin", "")).startswith("gathered"):
                     continue
                 c = learned.decide(ctxs[i], model) if i in ctxs else Claim(is_regression=False)
                 pairs.append((m.file, m.label, c.to_dict()))
-            for n, t in saved.items():
-                model.models[n].threshold = t
+            for n, (t, pt) in saved.items():
+                model.models[n].threshold, model.models[n].pair_threshold = t, pt
         return accuracy.score(pairs)
 
     base = score({})
@@ -76,10 +79,11 @@ def main(argv=None) -> int:
     for name, fields in FIELD_OF.items():
         if a.only and name not in a.only:
             continue
-        cur = folds[0][1].models.get(name)
+        base, _, attr = name.partition(".")
+        cur = folds[0][1].models.get(base)
         if cur is None:
             continue
-        print(f"== {name} (now {cur.threshold})")
+        print(f"== {name} (now {cur.pair_threshold if attr == 'pair' else cur.threshold})")
         pick = None
         for t in GRID:
             r = score({name: t})

@@ -85,6 +85,9 @@ class Linear:
         self.bias = float(d.get("bias", 0.0))
         self.weights: dict[str, float] = d.get("weights", {})
         self.threshold = float(d.get("threshold", 0.5))
+        # the good / bad rankers: the keep threshold of an end that comes with the other end of
+        # an ordered range (a pair is surer than a lone end)
+        self.pair_threshold = float(d.get("pair_threshold", self.threshold))
 
     def prob(self, feats) -> float:
         w = self.weights
@@ -325,6 +328,18 @@ def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad
             c.feats.add("rule_bad")
         if first_body is not None and any(not subj and s == first_body for s, _, subj in c.spans):
             c.feats.add("first_in_body")
+    # a release and its builds ("5.16" / "5.16.18" / "5.16.18-1"): which one is the most specific
+    # form the text gives (the labels take a version as written)
+    plain = [c for c in cands if not _HEX.match(c.norm)]
+    for c in plain:
+        longer = any(o is not c and len(o.norm) > len(c.norm) and o.norm.startswith(c.norm)
+                     and o.norm[len(c.norm)] in "-.+~_" for o in plain)
+        shorter = any(o is not c and len(c.norm) > len(o.norm) and c.norm.startswith(o.norm)
+                      and c.norm[len(o.norm)] in "-.+~_" for o in plain)
+        c.feats.add(f"vrel:longer={longer}")
+        c.feats.add(f"vrel:shorter={shorter}")
+        if longer and not shorter:
+            c.feats.add("vrel:base_only")
 
 
 def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
@@ -635,7 +650,7 @@ def choose_range(gm: Linear | None, bm: Linear | None, cands: list[Candidate]):
     top_g = sorted(range(len(cands)), key=lambda i: -pg[i])[:6]
     top_b = sorted(range(len(cands)), key=lambda i: -pb[i])[:6]
     options = [(pg[i] * pb[j], i, j) for i in top_g for j in top_b
-               if i != j and cands[i].norm != cands[j].norm and pg[i] >= gm.threshold and pb[j] >= bm.threshold
+               if i != j and cands[i].norm != cands[j].norm and pg[i] >= gm.pair_threshold and pb[j] >= bm.pair_threshold
                and _ordered(cands[i], cands[j])]
     if options:
         _, i, j = max(options, key=lambda t: (t[0], -t[1], -t[2]))
