@@ -91,7 +91,7 @@ class Linear:
 
     def prob(self, feats) -> float:
         w = self.weights
-        z = self.bias + sum(w.get(f, 0.0) for f in feats)
+        z = self.bias + sum(map(w.__getitem__, w.keys() & feats))
         if z < -30:
             return 0.0
         return 1.0 / (1.0 + math.exp(-z))
@@ -574,9 +574,10 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     # arch: the rule's word, else the board / SoC / machine named
     arch = normalise_value("arch", c.hardware.get("arch"))
     if arch is None:
-        guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
         # (the rule stage scanned for these words already: mt.search reuses its scans)
-        if guess is not None and not any(ex.mt.search(rx) for rx, _ in P.ARCH_WORDS):
+        guess = None if any(ex.mt.search(rx) for rx, _ in P.ARCH_WORDS) else \
+            arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
+        if guess is not None:
             arch, span = guess
             facts.append(_fact_span(ex, "arch", arch, span))
     g = model.get("gate_arch")
