@@ -455,6 +455,12 @@ UNIT_MEASURED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?[-–]\s?\d+(?:\.\d+)?
                            re.I)
 
 
+# words of a comparison that got worse, around two measured values ("went from 170MB/s to 11MB/s",
+# "falls to 2500 MB/sec", "only 66MB/s")
+_WORSE_CUE = re.compile(r"\b(?:only|down to|drops?|dropped|slower|lower|decreas\w*|regress\w*|worse|"
+                        r"falls?|fell|reduced|degrad\w*|(?:went|goes|going|gone) (?:down )?from)\b", re.I)
+
+
 def _norm_unit(u: str) -> str:
     u = re.sub(r"/sec$", "/s", u)
     return "IOPS" if u.lower() == "iops" else u
@@ -481,8 +487,7 @@ def _unit_of_stated_drop(ex: Extractor) -> tuple[str | None, tuple | None]:
             by_unit.setdefault(_norm_unit(m.group(1)).lower(), []).append((m, u))
     for key, hits in by_unit.items():
         values = {re.sub(r"\s", "", h[0].group(0)[:h[0].start(1) - h[0].start()]) for h in hits}
-        cue = any(re.search(r"\b(?:only|down to|drops?|dropped|slower|lower|decreas\w*|regress\w*|worse)\b",
-                            h[1].text, re.I) for h in hits)
+        cue = any(_WORSE_CUE.search(h[1].text) for h in hits)
         if len(values) >= 2 and cue:
             m, u = hits[0]
             return _norm_unit(m.group(1)), (u.cstart + m.start(1), u.cstart + m.end(1))
