@@ -36,10 +36,11 @@ MIN_COUNT = 2
 C_VALUES = {"is_regression": 0.5, "kind": 0.5}
 C_DEFAULT = 0.3
 # keep thresholds, calibrated on 5-fold CV over train+dev (bench/tune_thresholds.py): the lowest
-# value whose pooled CV precision reaches 0.9 where one does, else the best F1
+# value whose pooled CV precision reaches 0.9 where one does, else the best F1 (filesystem, 2026-11-24:
+# no threshold reaches 0.9 on the grown corpus; 0.5 is within 0.03 of the best F1)
 THRESHOLDS = {"is_regression": 0.4, "kind": 0.5, "culprit": 0.7, "good": 0.8, "bad": 0.65, "cpu": 0.6,
-              "gate_metric": 0.7, "gate_memory": 0.65, "gate_storage": 0.6, "gate_subsystem": 0.8,
-              "gate_filesystem": 0.75, "gate_arch": 0.5}
+              "gate_metric": 0.7, "gate_memory": 0.65, "gate_storage": 0.5, "gate_subsystem": 0.8,
+              "gate_filesystem": 0.5, "gate_arch": 0.5}
 # good / bad: the threshold of an end that forms an ordered range with the other end
 PAIR_THRESHOLDS = {"good": 0.65, "bad": 0.65}
 GATE_THRESHOLD = 0.35
