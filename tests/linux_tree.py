@@ -22,7 +22,7 @@ broken commit (a ``skip``) before it finds c6.
 
 Everything is committed with fixed author, committer and dates, so the commit ids are the same
 on every machine for the same tarball.  The tree is cached under :data:`CACHE`
-(``$REGTRIAGE_TEST_CACHE``, default ``~/.cache/regtriage-tests``) next to the ccache directory
+(``$REGTRIAGE_TEST_CACHE``, default ``~/.cache/regtriage-test``, shared with the other lab tests) next to the ccache directory
 and the build cache of the tests; a marker file says it is complete, a file lock keeps two
 pytest processes from preparing it at once.
 
@@ -40,7 +40,7 @@ from pathlib import Path
 from bot.lab.builds import _locked as _lock
 
 TARBALL = Path(os.environ.get("REGTRIAGE_LINUX_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
-CACHE = Path(os.environ.get("REGTRIAGE_TEST_CACHE", Path.home() / ".cache" / "regtriage-tests"))
+CACHE = Path(os.environ.get("REGTRIAGE_TEST_CACHE", Path.home() / ".cache" / "regtriage-test"))  # as tests/test_qemu_backend.py
 SERIES_VERSION = "4"  # bump when SERIES changes: the cached tree is rebuilt
 GIT_ENV = {"GIT_AUTHOR_NAME": "regtriage tests", "GIT_AUTHOR_EMAIL": "tests@regtriage.invalid",
            "GIT_COMMITTER_NAME": "regtriage tests", "GIT_COMMITTER_EMAIL": "tests@regtriage.invalid",

@@ -172,7 +172,7 @@ class BuildMap:
         b = lab_section(config).get("builds", {})
         if not isinstance(b, dict):
             raise PlanError("[lab.builds] must be a table")
-        gone = [k for k in GONE_SETTINGS if k in b]
+        gone = [k for k in b if k in GONE_SETTINGS]
         if gone:
             raise PlanError(f"[lab.builds] {', '.join(gone)}: tree builds are made with TuxMake now; "
                             "say base_config and fragments instead (see deploy/lab-example.toml)")
