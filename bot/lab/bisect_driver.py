@@ -31,10 +31,8 @@ finished step is never redone.  Bounds: ``[lab.bisect] max_steps`` (default 20) 
 
 from __future__ import annotations
 
-import re
 import subprocess
 import time
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 import storage.bisections as db
@@ -513,6 +511,10 @@ def summary(b: db.Bisection) -> dict[str, Any]:
     return out
 
 
+def summaries_for(store, rid: int) -> list[dict[str, Any]]:
+    return [summary(b) for b in db.for_record(store, rid)]
+
+
 def report_text(b: db.Bisection) -> str:
     """The notification / reply-draft text: the result and the log as ``git bisect log``."""
     s = summary(b)
@@ -530,9 +532,3 @@ def report_text(b: db.Bisection) -> str:
                  "each step's median change against the good end is in the log:")
     return f"{head}\n\n" + "\n".join("    " + ln for ln in s["log"].splitlines()) + "\n"
 
-
-def _utc(dt: datetime | None) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M") if dt else ""
-
-
-SHA_RE = re.compile(r"^[0-9a-f]{40,64}$")
