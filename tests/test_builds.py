@@ -148,3 +148,36 @@ def test_build_options_defaults_and_limits(tmp_path):
     with pytest.raises(BuildError):
         kbuild.build_options({"timeout_s": 1}, home=tmp_path)
     assert Path(o["cache_dir"]).is_absolute()
+
+
+def test_bisection_start_and_auto_start(trees, store):
+    """The range is read from the tree (both ends in one tree), the plan and the machine are
+    stored; [lab] auto_bisect starts one only after a confirmed rerun of a range."""
+    from bot.lab import bisect_driver as drv
+    from tests.test_lab_matching import make_record
+
+    c = cfg(trees)
+    c["lab"]["machines"] = [{"name": "q", "arch": "x86_64", "backend": "qemu", "storage": ["ram"],
+                             "filesystems": ["tmpfs"]}]
+    c["lab"]["qemu"] = {"work_dir": "/tmp/regtriage-unused"}
+    cmd = {"filesystem": None, "benchmark": None, "command": "perf bench syscall basic --loop 50000",
+           "kernel_config": []}
+    rid = make_record(store, good="v6.9", bad="v6.10", config=cmd, kind="performance")
+    job = {"regression_id": rid, "verdict": "confirmed", "machine": "q", "plan": {"refs": {"good": "v6.9",
+                                                                                         "bad": "v6.10"}}}
+    assert drv.auto_start(store, c, job) is None  # [lab] auto_bisect is off
+    b = drv.start(store, c, rid)
+    assert (b.state, b.machine, b.tree, b.plan["build"]["kconfig"]) == ("queued", "q", trees["main"], "tinyconfig")
+    assert len(b.bisect["commits"]) == 3 and b.bisect["bad"] == trees["merge"]  # b, t and the merge
+    assert b.plan["recipe"]["name"] == "syscall-getpid" and b.plan["max_steps"] == 20
+    with pytest.raises(drv.BisectionError, match="already has bisection"):
+        drv.start(store, c, rid)
+    assert drv.cancel(store, c, rid).state == "cancelled"
+    c["lab"]["auto_bisect"] = True
+    assert drv.auto_start(store, c, {**job, "verdict": "not-reproduced"}) is None
+    assert drv.auto_start(store, c, {**job, "plan": {"refs": {"good": "abc^", "bad": "abc"}}}) is None  # a culprit
+    assert drv.auto_start(store, c, job).state == "queued"
+    with pytest.raises(drv.BisectionError, match="not both in one of the kernel trees"):
+        drv.start(store, c, make_record(store, good="v7.0", bad="next-20240603", config=cmd))
+    with pytest.raises(drv.BisectionError, match="needs a good and a bad"):
+        drv.start(store, c, make_record(store, good=None, bad="v6.10", config=cmd))

@@ -93,7 +93,7 @@ def syscall_record(store, **kw) -> int:
     return make_record(store, **{"title": "getpid/syscall throughput regression", "kind": "performance",
                                  "hardware": {"cpu": None, "arch": "x86_64", "memory": None, "storage": None},
                                  "config": {"filesystem": None, "benchmark": "perf bench syscall",
-                                            "command": "perf bench syscall basic --loop 20000",
+                                            "command": "perf bench syscall basic --loop 50000",
                                             "kernel_config": []}, **kw})
 
 
