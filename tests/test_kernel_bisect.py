@@ -211,3 +211,10 @@ def test_bisection_skips_the_broken_commit_finds_the_slow_one_and_resumes(linux,
     assert {x["source"] for x in h} == {"lab-bisect"} and h[-1]["new"] == "found"
     text = drv.report_text(b)
     assert "first bad commit" in text and linux["slow"][:12] in text
+    # show / the reply draft / chat render the tracker entry: the bisection and its log are in it
+    from bot.tracker_entry import entry, render
+
+    e = entry(store, rid)
+    assert e["bisections"][0]["state"] == "done" and e["bisections"][0]["result"]["culprit"] == linux["slow"]
+    shown = render(e, "txt")
+    assert f"first bad commit {linux['slow'][:12]}" in shown and "git bisect skip" in shown

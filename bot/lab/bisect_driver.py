@@ -425,14 +425,14 @@ class Driver:
                if action.kind == "done" else action.reason)
         db.save(self.store, b.id, self.owner, state="done", result=result, message=msg[:4000])
         self.log(f"bisection {b.id}: {msg}")
-        apply_result(self.store, db.get(self.store, b.id))
+        apply_result(self.store, db.get(self.store, b.id), self.config)
 
     # -- loops --------------------------------------------------------------------------------
     def tick(self) -> dict[str, int]:
         """One action on every bisection this worker may advance (the service's lab loop)."""
         out: dict[str, int] = {}
         for bid in db.pending_record_updates(self.store):
-            apply_result(self.store, db.get(self.store, bid))
+            apply_result(self.store, db.get(self.store, bid), self.config)
         for bid in db.takeable(self.store, self.owner):
             self.repair(bid)
             try:
@@ -463,9 +463,11 @@ class Driver:
         return db.get(self.store, bid)
 
 
-def apply_result(store, b: db.Bisection | None) -> None:
+def apply_result(store, b: db.Bisection | None, config: Any = None) -> None:
     """A done bisection's result on its record (once): the culprit (source ``lab-bisect``), the
-    bisect log as evidence, and a ``bisection`` history row for the notifications."""
+    bisect log as evidence, a ``bisection`` history row, and -- with ``[notify]`` routes -- a chat
+    notification of the record (its entry shows the bisection and its log; so does the reply
+    draft, ``regtriage reply ID``)."""
     if b is None or b.state != "done" or b.regression_id is None or not b.result:
         return
     if not db.mark_record_updated(store, b.id):
@@ -492,6 +494,15 @@ def apply_result(store, b: db.Bisection | None) -> None:
                        override=bool(r.get("culprit")))
         run.history(b.regression_id, "bisection", None, "found" if r.get("culprit") else r["kind"], actor=ACTOR,
                     message_id=None, source=SOURCE, note=(note + "\n\n" + r["log"])[:4000])
+    if config is not None and r.get("culprit"):
+        try:  # announced as the record's (confirmed) state, once per bisection
+            from bot.notify.outbox import enqueue_event
+
+            enqueue_event(store, "confirmed", b.regression_id, config, ref=f"bisection:{b.id}")
+        except Exception as exc:  # noqa: BLE001 - no [notify] configured, or a broken route
+            import logging
+
+            logging.getLogger("regtriage.lab").info("bisection %s: no chat notification: %s", b.id, exc)
 
 
 def summary(b: db.Bisection) -> dict[str, Any]:
