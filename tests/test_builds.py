@@ -181,3 +181,46 @@ def test_bisection_start_and_auto_start(trees, store):
         drv.start(store, c, make_record(store, good="v7.0", bad="next-20240603", config=cmd))
     with pytest.raises(drv.BisectionError, match="needs a good and a bad"):
         drv.start(store, c, make_record(store, good=None, bad="v6.10", config=cmd))
+
+
+def test_cli_lab_build_and_bisect(trees, cli, tmp_path):
+    """`lab build` refuses refs that are no commit of a tree (before anything runs); `bisect
+    --no-wait` queues, `bisect --json` shows it, `bisect --cancel` ends it."""
+    import json
+
+    from tests.test_lab_matching import make_record
+    from storage.store import Store
+
+    db = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
+    (tmp_path / "regtriage.toml").write_text(f"""
+[kernel]
+repos = ["{trees['main']}"]
+[lab.builds]
+base_config = "tinyconfig"
+[lab.qemu]
+work_dir = "{tmp_path / 'q'}"
+[[lab.machines]]
+name = "q"
+arch = "x86_64"
+backend = "qemu"
+storage = ["ram"]
+""")
+    r = cli("lab", "build", "v7.0", db=db)
+    assert r.exit_code == 1 and "'v7.0' is in none of the kernel trees" in r.output
+    r = cli("lab", "build", "v6.9;reboot", db=db)
+    assert r.exit_code == 2 and "not a version, tag or commit id" in r.output
+    s = Store(db)
+    rid = make_record(s, good="v6.9", bad="v6.10", kind="performance",
+                      config={"filesystem": None, "benchmark": None, "kernel_config": [],
+                              "command": "perf bench syscall basic --loop 50000"})
+    s.close()
+    r = cli("bisect", str(rid), "--no-wait", db=db)
+    assert r.exit_code == 0, r.output
+    assert "queued: 3 commits in v6.9..v6.10 on q" in r.output
+    r = cli("bisect", str(rid), "--no-wait", "--json", db=db)
+    out = json.loads(r.output)
+    assert (out["state"], out["commits"], out["candidates_left"]) == ("queued", 3, 3)
+    assert out["log"].startswith("git bisect start")
+    r = cli("bisect", str(rid), "--cancel", db=db)
+    assert r.exit_code == 0 and "cancelled" in r.output
+    assert "no active bisection" in cli("bisect", str(rid), "--cancel", db=db).output

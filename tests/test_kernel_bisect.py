@@ -180,12 +180,22 @@ def test_bisection_skips_the_broken_commit_finds_the_slow_one_and_resumes(linux,
     assert b.state == "queued" and len(b.bisect["commits"]) == 8 and b.machine == "qemu-tcg"
     with pytest.raises(drv.BisectionError, match="already has bisection"):
         drv.start(store, cfg, rid)
-    # worker 1 measures the ends and does the first steps, then "dies" (no release of its lease)
+    # worker 1 measures the ends, does two steps and submits the third step's run, then "dies"
+    # (it never releases its lease, and never polls that run)
     w1 = drv.Driver(store, cfg, owner="worker-1", lease_s=2, log=print)
-    while len([s for s in bdb.get(store, b.id).steps if s.verdict]) < 3:  # ends + 2 steps
-        if w1.advance(b.id) == "waiting":
+
+    def w1_done():
+        steps = bdb.get(store, b.id).steps
+        return len([s for s in steps if s.verdict]) >= 3 and any(s.n == 3 and s.handle for s in steps)
+
+    while not w1_done():
+        if w1.advance(b.id) in ("waiting", "final"):
+            assert bdb.get(store, b.id).active, bdb.get(store, b.id).message
             time.sleep(2)
-    before = {s.n: (s.commit, s.verdict, s.finished_at) for s in bdb.get(store, b.id).steps if s.verdict}
+    steps = bdb.get(store, b.id).steps
+    before = {s.n: (s.commit, s.verdict, s.finished_at) for s in steps if s.verdict}
+    in_flight = next(s for s in steps if s.n == 3)
+    assert in_flight.verdict is None and in_flight.state == "running"
     assert before[0][1] == "bad"  # the ends differ
     assert before[1] == (linux["broken"], "skip", before[1][2])  # the middle of 8 does not build: skipped
     time.sleep(3)  # worker 1's lease runs out
@@ -198,6 +208,9 @@ def test_bisection_skips_the_broken_commit_finds_the_slow_one_and_resumes(linux,
     for n, (commit, verdict, finished) in before.items():  # nothing finished was redone
         assert (steps[n].commit, steps[n].verdict, steps[n].finished_at) == (commit, verdict, finished)
     assert len({s.commit for s in b.steps if s.n > 0}) == len([s for s in b.steps if s.n > 0])
+    # the run worker 1 submitted was polled by worker 2, not submitted again
+    assert steps[3].id == in_flight.id and steps[3].samples["attempts"] == 1
+    assert len(steps[3].samples["step"]) >= 5
     assert "does not build" in steps[1].judgement["reason"]
     log = b.result["log"]
     print("\n" + log)
