@@ -146,27 +146,33 @@ def _design():
 
 
 def test_judge_step_good_bad_more_skip():
+    """The step's interval against the good end (same runs) vs half the ends' change."""
     rng = random.Random(7)
-    good = [100 + rng.gauss(0, 1) for _ in range(10)]
-    bad = [80 + rng.gauss(0, 1) for _ in range(10)]
+    good = [100 + rng.gauss(0, 1) for _ in range(5)]
     d = _design()
-    j = b.judge_step(good, bad, [100 + rng.gauss(0, 1) for _ in range(5)], d)
-    assert j.verdict == b.GOOD and abs(j.change_percent) < 3
-    j = b.judge_step(good, bad, [80 + rng.gauss(0, 1) for _ in range(5)], d)
+    ends = -20.0  # the bad end measured 20% lower
+    j = b.judge_step(good, [100 + rng.gauss(0, 1) for _ in range(5)], d, ends_change_percent=ends)
+    assert j.verdict == b.GOOD and abs(j.change_percent) < 3 and "like the good end" in j.reasons[0]
+    j = b.judge_step(good, [80 + rng.gauss(0, 1) for _ in range(5)], d, ends_change_percent=ends)
     assert j.verdict == b.BAD and j.change_percent < -15
-    j = b.judge_step(good, bad, [92 + rng.gauss(0, 1) for _ in range(5)], d)  # partial: nearer bad? no, 92
-    assert j.verdict == b.GOOD and "partial" in j.reasons[0]
-    noisy = [60.0, 120.0, 70.0, 115.0, 95.0]
-    j = b.judge_step(good, bad, noisy, d)
-    assert j.verdict == b.SKIP or (j.verdict == b.MORE and j.next_runs == 5)  # futility may stop it early
-    j = b.judge_step(good, bad, noisy[:1], d)
+    # a real but small change (-4%: well under half of -20%) is still "good"; -15% is "bad"
+    assert b.judge_step(good, [96 + rng.gauss(0, 0.5) for _ in range(5)], d, ends_change_percent=ends).verdict == b.GOOD
+    assert b.judge_step(good, [85 + rng.gauss(0, 0.5) for _ in range(5)], d, ends_change_percent=ends).verdict == b.BAD
+    # noisy samples around the half-way point: more runs, then skip
+    noisy = [95.0, 80.0, 91.0, 84.0, 88.0]
+    j = b.judge_step(good, noisy, d, ends_change_percent=ends)
+    assert j.verdict == b.MORE and j.next_runs == 5
+    j = b.judge_step(good + [100.0, 99.5, 100.5, 100.2, 99.8], noisy + [94.0, 81.0, 90.0, 85.0, 89.0], d,
+                     ends_change_percent=ends)
+    assert j.verdict == b.SKIP and "inconclusive after 10 runs" in j.reasons[0]
+    j = b.judge_step(good, noisy[:1], d, ends_change_percent=ends)
     assert j.verdict == b.MORE and j.next_runs == 4
-    j = b.judge_step(good, bad, noisy + [118.0, 65.0, 90.0, 112.0, 62.0], d)
-    assert j.verdict == b.SKIP and "inconclusive" in j.reasons[0]
-    # lower is better (time): a slower step is bad
-    j = b.judge_step([1.0 + i / 1000 for i in range(10)], [2.0 + i / 1000 for i in range(10)],
-                     [2.0 + i / 1000 for i in range(5)], d, higher_is_better=False)
-    assert j.verdict == b.BAD
+    # lower is better (time): the bad end is 2x slower; a step as slow is bad, one as fast good
+    fast = [1.0 + i / 1000 for i in range(5)]
+    assert b.judge_step(fast, [2.0 + i / 1000 for i in range(5)], d, ends_change_percent=100.0,
+                        higher_is_better=False).verdict == b.BAD
+    assert b.judge_step(fast, [1.0 + i / 900 for i in range(5)], d, ends_change_percent=100.0,
+                        higher_is_better=False).verdict == b.GOOD
 
 
 def test_bisect_log_looks_like_git():

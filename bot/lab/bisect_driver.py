@@ -14,9 +14,10 @@ record's good..bad range:
    bisection fails ("the ends do not differ").  Their samples are what every step is judged
    against.
 3. *steps 1..*: the next commit (bot.lab.bisection.next_action) is built -- a build failure is a
-   ``skip`` -- and run against the good end's image (the good end is measured again in every
-   step, alternating, and pooled); bot.lab.bisection.judge_step says good / bad / more runs /
-   skip.  A kernel that does not boot twice is a ``skip`` too.
+   ``skip`` -- and run alternating with the good end's image (the good end is measured again in
+   every step, so drift of the host hits both alike); bot.lab.bisection.judge_step compares the
+   step with the good end and the ends' change: good / bad / more runs / skip.  A kernel that
+   does not boot (after ``boot_retries``) is a ``skip`` too.
 4. *the end*: the first bad commit (or the candidates left when only skipped commits remain or a
    bound was reached) and the bisect log are stored; the record gets the culprit with source
    ``lab-bisect`` (not a person's), the log as evidence and a history row ``bisection`` (which
@@ -356,7 +357,7 @@ class Driver:
             self.log(f"bisection {b.id}: ends differ by {j.change_percent:+.2f}%")
             return "ends"
         ends = b.ends
-        judged = logic.judge_step(list(ends["good"]) + samples["good"], ends["bad"], samples["step"], design,
+        judged = logic.judge_step(samples["good"], samples["step"], design, ends_change_percent=ends["change_percent"],
                                   higher_is_better=ends["higher_is_better"])
         if judged.verdict == logic.MORE:
             return self.more(b, step, samples, judged.next_runs, lab_s)

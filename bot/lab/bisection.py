@@ -20,12 +20,11 @@ of ``bad`` (itself included) and not of ``good``, each with its parents inside t
   candidates are skipped the result is ambiguous: "the first bad commit could be any of ...".
 
 **Judging a step** (:func:`judge_step`) with the lab's statistics (:func:`bot.lab.stats.decide`,
-the same group-sequential design as reruns): the step's samples are compared with the good end's
-(is the step worse than good?) and the bad end's (is bad worse than the step?).  Worse than good
-and not better than bad: ``bad``; bad worse than it and the step not worse than good: ``good``;
-both (a partial change): the side whose median is nearer; neither: more runs while the design
-allows (``more``), else ``skip`` (inconclusive after the allowed runs).  A build that fails is a
-``skip`` too (:data:`SKIP`).
+the same group-sequential design as reruns): the step runs alternating with the good end; the
+repeated confidence interval of its change against the good end is compared with half the
+change the ends showed: entirely on the good side -> ``good``, on the bad side -> ``bad``,
+straddling it -> more runs while the design allows (``more``), else ``skip`` (inconclusive after
+the allowed runs).  A build that fails is a ``skip`` too (:data:`SKIP`).
 
 **Bounds** (:func:`next_action`): at most ``max_steps`` steps and ``max_lab_s`` seconds of lab
 time; reaching one ends the bisection ``exhausted`` with the candidates left.
@@ -181,11 +180,10 @@ def record_step(state: dict[str, Any], commit: str, verdict: str, *, lab_s: floa
 @dataclass
 class StepJudgement:
     verdict: str  # good / bad / skip / more
-    change_percent: float | None  # the step's median vs the good end's, in %
+    change_percent: float | None  # the step's median vs the good end's (same run), in %
     next_runs: int  # with "more": runs to add
     reasons: list[str] = field(default_factory=list)
-    vs_good: dict | None = None
-    vs_bad: dict | None = None
+    vs_good: dict | None = None  # bot.lab.stats.Judgement of good end vs step
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -197,35 +195,49 @@ def _median(xs: Iterable[float]) -> float:
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def judge_step(good: list[float], bad: list[float], step: list[float], design, *,
-               higher_is_better: bool = True) -> StepJudgement:
-    """Is the step like the good end or like the bad end?  See the module docstring."""
-    from bot.lab.stats import CONFIRMED, decide
+def _log_change(percent: float) -> float:
+    return math.log1p(max(percent, -99.999) / 100)
 
-    if len(step) < 2:
-        return StepJudgement(MORE, None, max(2, design.looks[0]) - len(step), ["fewer than 2 samples"])
-    mg, mb, ms = _median(good), _median(bad), _median(step)
+
+def judge_step(good: list[float], step: list[float], design, *, ends_change_percent: float,
+               higher_is_better: bool = True) -> StepJudgement:
+    """Is the step like the good end or like the bad end?
+
+    ``good``: the good end's samples measured in the same runs as the step's (alternating, so
+    slow drift of the host hits both alike); ``ends_change_percent``: how much worse the bad end
+    measured than the good one.  The step's change against the good end gets the lab's repeated
+    confidence interval (:func:`bot.lab.stats.decide`, the design's current look); on the log
+    scale the interval is compared with half the ends' change: entirely on the good side ->
+    ``good``, entirely on the bad side -> ``bad``; straddling it -> ``more`` runs while the
+    design has looks left, then ``skip`` (inconclusive)."""
+    from bot.lab.stats import decide
+
+    n = min(len(good), len(step))
+    if n < 2:
+        return StepJudgement(MORE, None, max(2, design.looks[0]) - n, ["fewer than 2 samples"])
+    j = decide(good, step, design, higher_is_better=higher_is_better)
+    mg, ms = _median(good), _median(step)
     change = (ms / mg - 1) * 100 if mg else None
-    jg = decide(good, step, design, higher_is_better=higher_is_better)  # step worse than good?
-    jb = decide(step, bad, design, higher_is_better=higher_is_better)  # bad worse than the step?
-    worse_than_good, better_than_bad = jg.verdict == CONFIRMED, jb.verdict == CONFIRMED
-    common = dict(change_percent=round(change, 3) if change is not None else None,
-                  vs_good=jg.to_dict(), vs_bad=jb.to_dict())
-    what = (f"vs good {jg.change_percent:+.2f}% ({jg.verdict}), "
-            f"bad vs step {jb.change_percent:+.2f}% ({jb.verdict})")
-    if worse_than_good and not better_than_bad:
-        return StepJudgement(BAD, next_runs=0, reasons=[f"like the bad end: {what}"], **common)
-    if better_than_bad and not worse_than_good:
+    half = _log_change(ends_change_percent) / 2
+    lo, hi = j.ci
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        lo = hi = j.change_percent
+    l_lo, l_hi = _log_change(lo), _log_change(hi)
+    bad_side_low = half < 0  # the bad end lies below the good one (a throughput drop)
+    like_good = l_lo > half if bad_side_low else l_hi < half
+    like_bad = l_hi < half if bad_side_low else l_lo > half
+    what = (f"{j.change_percent:+.2f}% vs the good end (interval {lo:+.2f}%..{hi:+.2f}%, p={j.p_value:.2g}); "
+            f"half the ends' change is {math.expm1(half) * 100:+.1f}%")
+    common = dict(change_percent=round(change, 3) if change is not None else None, vs_good=j.to_dict())
+    if like_good:
         return StepJudgement(GOOD, next_runs=0, reasons=[f"like the good end: {what}"], **common)
-    if worse_than_good and better_than_bad:
-        nearer_bad = abs(ms - mb) < abs(ms - mg)
-        return StepJudgement(BAD if nearer_bad else GOOD, next_runs=0,
-                             reasons=[f"between the ends (a partial change), nearer the "
-                                      f"{'bad' if nearer_bad else 'good'} end: {what}"], **common)
-    more = max(jg.next_runs, jb.next_runs)
-    if more > 0:
+    if like_bad:
+        return StepJudgement(BAD, next_runs=0, reasons=[f"like the bad end: {what}"], **common)
+    k = design.look_index(n)
+    if k + 1 < len(design.looks):
+        more = design.looks[k + 1] - n
         return StepJudgement(MORE, next_runs=more, reasons=[f"undecided: {what}; {more} more runs"], **common)
-    return StepJudgement(SKIP, next_runs=0, reasons=[f"inconclusive after {len(step)} runs: {what}"], **common)
+    return StepJudgement(SKIP, next_runs=0, reasons=[f"inconclusive after {n} runs: {what}"], **common)
 
 
 # ---------------------------------------------------------------------------------- the log
