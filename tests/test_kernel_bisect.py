@@ -108,12 +108,11 @@ def test_tuxmake_builds_are_kept_cached_and_failures_remembered(linux):
     from bot.lab.kbuild import BuildFailed, cached_result, tree_kernel
 
     opts = build_options()
-    t0 = time.monotonic()
+    t0 = time.time()
     rb = tree_kernel(spec_for(linux, "base"), opts=opts)
-    took = time.monotonic() - t0
     entry = Path(rb.info["entry"])
-    if rb.info["duration_s"] >= took - 5:  # built now, not a cache hit
-        _timing("first_build_s", took)
+    if rb.info["built_at"] >= t0:  # built now, not a cache hit: TuxMake's time (without the checkout)
+        _timing("first_build_s", rb.info["duration_s"])
     assert rb.version == linux["base"] and Path(rb.kernel).name == "bzImage" and Path(rb.kernel).stat().st_size > 1e5
     config_text = (entry / "config").read_text()
     for opt in ("CONFIG_64BIT=y", "CONFIG_SERIAL_8250_CONSOLE=y", "CONFIG_BLK_DEV_INITRD=y", "CONFIG_DEVTMPFS=y"):
@@ -126,11 +125,10 @@ def test_tuxmake_builds_are_kept_cached_and_failures_remembered(linux):
     again = tree_kernel(spec_for(linux, "base"), opts=opts)
     assert again.kernel == rb.kernel and time.monotonic() - t0 < 10  # the cache, not a build
     # one commit on top: the object directory is reused (an incremental build)
-    t0 = time.monotonic()
+    t0 = time.time()
     c1 = tree_kernel(spec_for(linux, "c1"), opts=opts)
-    took = time.monotonic() - t0
-    if c1.info["duration_s"] >= took - 5:
-        _timing("incremental_build_s", took)
+    if c1.info["built_at"] >= t0:
+        _timing("incremental_build_s", c1.info["duration_s"])
     assert c1.kernel != rb.kernel and c1.version == linux["c1"]
     # the broken commit: a failure with the compiler's error, remembered
     with pytest.raises(BuildFailed) as exc:
