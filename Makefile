@@ -47,8 +47,8 @@ demo: install
 	  rid=$$($(DEMO) query "write_null" --json | $(BIN)/python -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])') && \
 	  $(DEMO) lab plan "$$rid"; \
 	  echo "== to build both kernels (a few minutes each with 2 cores; cached, ccache):"; \
-	  echo "   $(DEMO) lab build <commit>    (the two commits above)"; \
-	  echo "   $(DEMO) rerun $$rid --wait     (build, boot both under QEMU, judge)"; \
+	  echo '   $(DEMO) lab build <commit>   (the two commits above)'; \
+	  echo '   $(DEMO) rerun '"$$rid"' --wait   (builds, boots both under QEMU, judges)'; \
 	else echo "(apt-get install linux-source-6.1 for this part)"; fi
 
 system-deps:
