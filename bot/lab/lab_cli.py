@@ -444,8 +444,8 @@ def register_builds(main: click.Group, lab_group: click.Group) -> None:
                                      progress=lambda line: prog.update(task, description=f"{ref}: {line[:100]}"))
             else:
                 if not as_json:
-                    click.echo(f"building {ref} ({found[1][:12]}) in {found[0]} with {spec.kconfig} "
-                               f"+ {len(spec.fragments)} fragment(s)", err=True)
+                    click.echo(f"{ref} ({found[1][:12]}) in {found[0]}: {spec.kconfig} + {len(spec.fragments)} "
+                               "fragment(s) (from the cache, or built now)", err=True)
                 rb = tree_kernel(spec, opts=bm.options)
         except BuildFailed as exc:
             if as_json:
