@@ -224,3 +224,31 @@ storage = ["ram"]
     r = cli("bisect", str(rid), "--cancel", db=db)
     assert r.exit_code == 0 and "cancelled" in r.output
     assert "no active bisection" in cli("bisect", str(rid), "--cancel", db=db).output
+
+
+def test_scheduler_pass_advances_a_bisection_and_a_failed_end_fails_it(trees, store, tmp_path):
+    """The service's lab loop (Scheduler.tick) drives bisections: here the good end of a toy tree
+    cannot be built by the real TuxMake (no kernel Makefile), so the bisection fails with the
+    build's reason on the record, and the failure is cached."""
+    from bot.lab import bisect_driver as drv
+    from bot.lab.scheduler import Scheduler
+    from bot.tracker import get_record
+    from tests.test_lab_matching import make_record
+
+    c = cfg(trees, cache_dir=str(tmp_path / "builds"), timeout_s=120)
+    c["lab"]["machines"] = [{"name": "q", "arch": "x86_64", "backend": "qemu", "storage": ["ram"]}]
+    c["lab"]["qemu"] = {"work_dir": str(tmp_path / "q")}
+    rid = make_record(store, good="v6.9", bad="v6.10", kind="performance",
+                      config={"filesystem": None, "benchmark": None, "kernel_config": [],
+                              "command": "perf bench syscall basic --loop 50000"})
+    b = drv.start(store, c, rid)
+    stats = Scheduler(store, c).tick()
+    assert stats.get("bisect_final") == 1, stats
+    import storage.bisections as bdb
+
+    b = bdb.get(store, b.id)
+    assert b.state == "failed" and "the good end does not build" in b.message and "tuxmake exit" in b.message
+    assert b.steps[0].build["good"]["status"] == "failed" and b.steps[0].build["good"]["tail"]
+    h = [x for x in get_record(store, rid)["history"] if x["field"] == "bisection"]
+    assert [x["new"] for x in h] == ["queued", "failed"] and h[-1]["source"] == "lab-bisect"
+    assert get_record(store, rid)["culprit_commit"] is None
