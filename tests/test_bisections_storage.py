@@ -47,3 +47,39 @@ def test_bisection_rows_leases_steps_and_cancel(store):
                   plan={})
     assert db.request_cancel(store, q.id).state == "cancelled"
     assert [x.id for x in db.list_bisections(store, states=("cancelled",))] == [q.id]
+
+
+def test_a_done_bisection_reaches_the_record_and_the_chat_outbox(store):
+    """apply_result: the culprit with source lab-bisect (once), the log as evidence, and one
+    chat notification whose rendered entry shows the bisect log."""
+    import json
+
+    from bot.lab import bisect_driver as drv
+    from bot.notify.outbox import list_notifications
+    from bot.tracker import get_record
+
+    rid = make_record(store, kind="performance", subsystem="mm")
+    log = "git bisect start\n# bad: [bbbb] x\ngit bisect bad bbbb\n# first bad commit: [cccc] mm: slow"
+    b = db.create(store, regression_id=rid, tree="/src/linux", good_ref="v6.1", bad_ref="v6.2", machine="m1",
+                  plan={"recipe": {"name": "syscall-getpid"}}, bisect={"commits": ["cccc", "bbbb"], "steps": []})
+    db.save(store, b.id, None, state="done", result={"kind": "done", "culprit": "c" * 40, "subject": "mm: slow",
+                                                     "candidates": ["c" * 40], "reason": "", "steps": 3,
+                                                     "lab_minutes": 4.0, "log": log})
+    config = {"notify": {"irc": [{"server": "irc.example.org", "nick": "rt", "channels": ["#lab"]}],
+                         "route": [{"events": ["confirmed"], "targets": ["irc:#lab"]}]}}
+    drv.apply_result(store, db.get(store, b.id), config)
+    drv.apply_result(store, db.get(store, b.id), config)  # once
+    rec = get_record(store, rid)
+    assert rec["culprit_commit"] == "c" * 40 and rec["culprit_subject"] == "mm: slow"
+    assert rec["overrides"]["culprit_commit"]["source"] == "lab-bisect"
+    assert rec["evidence"]["bisection"]["log"] == log
+    assert [h["new"] for h in rec["history"] if h["field"] == "bisection"] == ["found"]
+    rows = list_notifications(store)
+    assert [(r["event"], r["target"], r["state"]) for r in rows] == [("confirmed", "irc:#lab", "queued")]
+    from sqlalchemy import select
+
+    from storage.notify_schema import notifications as n
+
+    with store.engine.connect() as conn:
+        ref, payload = conn.execute(select(n.c.ref, n.c.payload)).one()
+    assert ref == f"bisection:{b.id}" and "c" * 12 in json.dumps(payload)
