@@ -1,6 +1,6 @@
 """Corpus loading for bench/ and tests: .eml files + labels.jsonl.
 
-Parsing uses ``bot.mail.parse_message`` when it is importable, else a small stdlib helper.
+Parsing uses ``bot.sources.mail.parse_message`` when it is importable, else a small stdlib helper.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _stdlib_parse(raw: bytes) -> tuple[str | None, str | None, str]:
 
 def parse(raw: bytes) -> tuple[str | None, str | None, str]:
     try:
-        from bot.mail import parse_message  # type: ignore
+        from bot.sources.mail import parse_message  # type: ignore
     except Exception:
         return _stdlib_parse(raw)
     try:

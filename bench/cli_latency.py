@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ["query", "open regressions in mm/"]
-LAUNCH = "import sys; from bot.cli import main; sys.argv[0] = 'regtriage'; main()"
+LAUNCH = "import sys; from bot.cli.main import main; sys.argv[0] = 'regtriage'; main()"
 
 
 def run(cmd: list[str], env: dict) -> tuple[float, float]:

@@ -40,7 +40,7 @@ SMALL = 64 * 1024
 def whole_run(corpus: Path, db: str, home: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REGTRIAGE_")}
     env["REGTRIAGE_HOME"] = str(home)
-    argv = ["/usr/bin/time", "-v", sys.executable, "-m", "bot.cli", "--db", db, "ingest", "--json",
+    argv = ["/usr/bin/time", "-v", sys.executable, "-m", "bot.cli.main", "--db", db, "ingest", "--json",
             "--no-triage", str(corpus)]
     t = time.perf_counter()
     r = subprocess.run(argv, capture_output=True, cwd=REPO, env=env)
@@ -54,7 +54,7 @@ def whole_run(corpus: Path, db: str, home: Path) -> dict:
 
 
 def per_input(corpus: Path, tmp: Path) -> list[dict]:
-    from bot.ingest import Ingester
+    from bot.sources.ingest import Ingester
     from bot.sources.files import InputError, iter_paths
     from storage.store import Store
 

@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    from bot.ingest import Ingester
+    from bot.sources.ingest import Ingester
     from bot.sources.files import iter_paths
     from bot.sources.pigit import ingest_epochs
     from storage.store import Store

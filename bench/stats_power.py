@@ -12,9 +12,11 @@ decide), exactly as ``regtriage lab power --table`` does:
   change: bad is 2 / 3.5 / 5 / 10% lower: how often "confirmed", after how many runs per
        build on average?  Target >= 95% at -3.5% with a mean of <= 12 runs per build.
 
-Side by side with LKP's default change test at a fixed number of runs (medians outside the
-other side's min..max range, ratio > 1.01; bot.lab.stats.lkp_changed), counted only in the
-regression direction, on samples drawn the same way.
+Side by side with LKP's rules at a fixed number of runs, counted only in the regression
+direction, on samples drawn the same way: its default change test (lib/changed_stat.rb: medians
+outside the other side's min..max range, ratio > 1.01; bot.lab.stats.lkp_changed) and the rule
+as usually stated (the means differ and the sample ranges do not overlap;
+bot.lab.stats.ranges_disjoint).
 
     .venv/bin/python bench/stats_power.py [--trials 2000] [--cv 1.2] [--lkp-runs 10]
         [--spending pocock|obrien-fleming] [--json]
@@ -57,14 +59,19 @@ def main() -> None:
         return
     print(f"{args.trials} trials per cell, CV {args.cv}%, looks {list(design.looks)} per build, "
           f"alpha {design.alpha} ({design.spending}); LKP's rule at {args.lkp_runs} runs per build")
+    print(f"{'':41s}sequential procedure | LKP changed_stat.rb | ranges disjoint")
     print(f"{'change':>7s} {'FP (A/A)':>9s} {'FP 95% CI':>15s} {'power':>8s} {'mean runs':>9s} {'max':>4s}"
-          f" | {'LKP FP':>7s} {'LKP power':>9s} {'runs':>4s}")
+          f" | {'FP':>7s} {'power':>7s} {'runs':>4s} | {'FP':>7s} {'power':>7s} {'runs':>4s}")
     for r in rows:
         lo, hi = r["false_positive_ci95"]
+        k = r["lkp"]
         print(f"{r['change_percent']:+6.1f}% {r['false_positive_rate']:9.2%} {f'{lo:.2%}..{hi:.2%}':>15s} "
-              f"{r['power']:8.2%} {r['mean_runs']:9.1f} {r['max_runs']:4d} | {r['lkp']['false_positive_rate']:7.2%} "
-              f"{r['lkp']['power']:9.2%} {r['lkp']['runs']:4d}")
+              f"{r['power']:8.2%} {r['mean_runs']:9.1f} {r['max_runs']:4d} | {k['false_positive_rate']:7.2%} "
+              f"{k['power']:7.2%} {k['runs']:4d} | {k['ranges_false_positive_rate']:7.2%} {k['ranges_power']:7.2%} "
+              f"{k['runs']:4d}")
     print("targets: FP <= 1.0%; power >= 95% at -3.5% with mean runs <= 12")
+    print("LKP's rules at a fixed number of runs per build, regression direction only; 'ranges disjoint': the "
+          "means differ and the min..max ranges do not overlap")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,13 @@ MIN_COUNT = 2
 # regularisation per decision (inverse strength); message models see many sparse words
 C_VALUES = {"is_regression": 0.5, "kind": 0.5}
 C_DEFAULT = 0.3
-THRESHOLDS = {"is_regression": 0.4, "kind": 0.5, "culprit": 0.5, "good": 0.4, "bad": 0.4, "cpu": 0.5, "gate_storage": 0.5, "gate_subsystem": 0.65, "gate_filesystem": 0.55, "gate_arch": 0.5}
+# keep thresholds, calibrated on 5-fold CV over train+dev (bench/tune_thresholds.py): the lowest
+# value whose pooled CV precision reaches 0.9 where one does, else the best F1
+THRESHOLDS = {"is_regression": 0.4, "kind": 0.5, "culprit": 0.7, "good": 0.8, "bad": 0.65, "cpu": 0.6,
+              "gate_metric": 0.7, "gate_memory": 0.65, "gate_storage": 0.6, "gate_subsystem": 0.8,
+              "gate_filesystem": 0.75, "gate_arch": 0.5}
+# good / bad: the threshold of an end that forms an ordered range with the other end
+PAIR_THRESHOLDS = {"good": 0.65, "bad": 0.65}
 GATE_THRESHOLD = 0.35
 
 
@@ -75,8 +81,11 @@ def fit_one(name: str, data: list[tuple[set[str], int]]) -> dict | None:
     weights = {f: round(float(w), 5) for f, w in zip(vec.get_feature_names_out(), clf.coef_[0])
                if abs(w) >= 1e-5}
     thr = THRESHOLDS.get(name, GATE_THRESHOLD)
-    return {"bias": round(float(clf.intercept_[0]), 5), "threshold": thr,
+    out = {"bias": round(float(clf.intercept_[0]), 5), "threshold": thr,
             "examples": len(ys), "positives": int(sum(ys)), "weights": dict(sorted(weights.items()))}
+    if name in PAIR_THRESHOLDS:
+        out["pair_threshold"] = PAIR_THRESHOLDS[name]
+    return out
 
 
 def fit(msgs) -> learned.Model:

@@ -85,10 +85,13 @@ class Linear:
         self.bias = float(d.get("bias", 0.0))
         self.weights: dict[str, float] = d.get("weights", {})
         self.threshold = float(d.get("threshold", 0.5))
+        # the good / bad rankers: the keep threshold of an end that comes with the other end of
+        # an ordered range (a pair is surer than a lone end)
+        self.pair_threshold = float(d.get("pair_threshold", self.threshold))
 
     def prob(self, feats) -> float:
         w = self.weights
-        z = self.bias + sum(w.get(f, 0.0) for f in feats)
+        z = self.bias + sum(map(w.__getitem__, w.keys() & feats))
         if z < -30:
             return 0.0
         return 1.0 / (1.0 + math.exp(-z))
@@ -325,6 +328,18 @@ def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad
             c.feats.add("rule_bad")
         if first_body is not None and any(not subj and s == first_body for s, _, subj in c.spans):
             c.feats.add("first_in_body")
+    # a release and its builds ("5.16" / "5.16.18" / "5.16.18-1"): which one is the most specific
+    # form the text gives (the labels take a version as written)
+    plain = [c for c in cands if not _HEX.match(c.norm)]
+    for c in plain:
+        longer = any(o is not c and len(o.norm) > len(c.norm) and o.norm.startswith(c.norm)
+                     and o.norm[len(c.norm)] in "-.+~_" for o in plain)
+        shorter = any(o is not c and len(c.norm) > len(o.norm) and c.norm.startswith(o.norm)
+                      and c.norm[len(o.norm)] in "-.+~_" for o in plain)
+        c.feats.add(f"vrel:longer={longer}")
+        c.feats.add(f"vrel:shorter={shorter}")
+        if longer and not shorter:
+            c.feats.add("vrel:base_only")
 
 
 def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
@@ -438,6 +453,22 @@ def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None
     if ex.is_robot:
         f.add(f"g:{field}:robot")
     f |= {f"g:{field}:v:{t}" for t in words(str(value), 200)[:8]}
+    if field == "subsystem":
+        # where the area was read from (a culprit's title prefix, a path, a keyword count ...)
+        # and how deep it goes ("mm" vs "drivers/gpu/drm/i915")
+        src = getattr(ex, "subsystem_source", None)
+        f.add(f"g:subsystem:src={src}")
+        f.add(f"g:subsystem:src={src}:kind={msg_kind}")
+        f.add(f"g:subsystem:parts={min(str(value).count('/') + 1, 3)}")
+        # the area as the text writes it ("fs/xfs" in a path, "xfs:" in a title) or rewritten
+        # from another name ("md/raid5:" -> drivers/md, "sched/fair:" -> sched)
+        text = (fact.sentence if fact is not None and fact.sentence else ex.subject) or ""
+        low, v = text.lower(), str(value).lower()
+        f.add(f"g:subsystem:literal={v in low}")
+        head = _TITLE_PREFIX.match(low)
+        if head is not None:
+            f.add(f"g:subsystem:title_prefix_parts={min(head.group(1).count('/') + 1, 3)}")
+            f.add(f"g:subsystem:title_prefix_is_value={_prefix_is_value(low, v)}")
     if fact is None or fact.start < 0:
         f.add(f"g:{field}:from_subject")
         f |= {f"g:{field}:S:{t}" for t in words(ex.subject or "", 300)}
@@ -533,10 +564,8 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         g = model.get("gate_" + name)
         fact = old.get(name)
         keep = g is None or g.prob(gate_features(ex, name, value, fact, out.kind)) >= g.threshold
-        if name == "subsystem" and fact is not None and _TITLE_AREA.match(fact.sentence or "") and (
-                (out.culprit_subject and fact.sentence == c.culprit_subject == out.culprit_subject)
-                or fact.sentence in (ex.subject, "Subject: " + (ex.subject or ""))):
-            keep = True  # read from a title's area prefix: the culprit's ("mm/slub: ...") or the report's
+        if name == "subsystem" and _from_culprit_title(ex, c, out):
+            keep = True  # the area prefix of the blamed commit's own title ("mm/slub: ..."): the culprit's area
         if not keep:
             _set_field(out, name, None)
             facts = [f for f in facts if f.field != name]
@@ -545,9 +574,10 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     # arch: the rule's word, else the board / SoC / machine named
     arch = normalise_value("arch", c.hardware.get("arch"))
     if arch is None:
-        guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
         # (the rule stage scanned for these words already: mt.search reuses its scans)
-        if guess is not None and not any(ex.mt.search(rx) for rx, _ in P.ARCH_WORDS):
+        guess = None if any(ex.mt.search(rx) for rx, _ in P.ARCH_WORDS) else \
+            arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
+        if guess is not None:
             arch, span = guess
             facts.append(_fact_span(ex, "arch", arch, span))
     g = model.get("gate_arch")
@@ -564,8 +594,27 @@ _MEM_SIZE = re.compile(r"^(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]))\s*(?:of\s+)?(?:
                        re.I)
 
 
-# "mm/slub: ...", "[REGRESSION] ext4: ...", "Re: [PATCH] drm/i915: ..." - an area prefix
-_TITLE_AREA = re.compile(r"^(?:Subject:\s*)?(?:(?:re|fwd?|aw)\s*:\s*)*(?:\[[^\]]*\]\s*)*[\w.-]+(?:/[\w.-]+)*\s*:", re.I)
+def _from_culprit_title(ex, rule: Claim, out: Claim) -> bool:
+    """The rule's subsystem was read from the title of the commit the decided culprit is."""
+    if getattr(ex, "subsystem_source", None) not in ("culprit_title", "title_near_commit"):
+        return False
+    a, b = (rule.culprit_commit or "").lower(), (out.culprit_commit or "").lower()
+    if not (a and b and (a.startswith(b[:12]) or b.startswith(a[:12]))):
+        return False
+    # only where the area is the title's prefix as written ("xfs:" -> fs/xfs, "drm/xe:" ->
+    # drivers/gpu/drm/xe); an area translated from another name ("shmem:" -> mm) or coarser
+    # than the prefix ("sched/fair:" -> sched, which reports name either way) is left to the gate
+    return _prefix_is_value(rule.culprit_subject or "", str(rule.subsystem or ""))
+
+
+def _prefix_is_value(title: str, value: str) -> bool:
+    head = _TITLE_PREFIX.match(title.lower())
+    v = value.lower()
+    return head is not None and (head.group(1) == v or v.endswith("/" + head.group(1)))
+
+
+# the area prefix of a title: "mm/slub: ...", "[REGRESSION] ext4: ...", "Re: [PATCH] drm/i915: ..."
+_TITLE_PREFIX = re.compile(r"^(?:subject:\s*)?(?:(?:re|fwd?|aw)\s*:\s*)*(?:\[[^\]]*\]\s*)*([\w.-]+(?:/[\w.-]+)*)\s*:")
 
 
 def normalise_value(name: str, value):
@@ -602,7 +651,7 @@ def choose_range(gm: Linear | None, bm: Linear | None, cands: list[Candidate]):
     top_g = sorted(range(len(cands)), key=lambda i: -pg[i])[:6]
     top_b = sorted(range(len(cands)), key=lambda i: -pb[i])[:6]
     options = [(pg[i] * pb[j], i, j) for i in top_g for j in top_b
-               if i != j and cands[i].norm != cands[j].norm and pg[i] >= gm.threshold and pb[j] >= bm.threshold
+               if i != j and cands[i].norm != cands[j].norm and pg[i] >= gm.pair_threshold and pb[j] >= bm.pair_threshold
                and _ordered(cands[i], cands[j])]
     if options:
         _, i, j = max(options, key=lambda t: (t[0], -t[1], -t[2]))

@@ -31,7 +31,7 @@ from . import patterns as P
 from .claim import Claim, MentionedCommit
 from .mailtext import MailText
 from .rules import Extractor, clean_commits, clean_versions, find_commits, find_versions, sigmoid
-from .subsystems import canonical, subsystem_for
+from .subsystems import canonical, subsystem_with_source
 
 WORD_SPACE = re.compile(r"(\S+)( ?)|(\s+)")
 
@@ -306,8 +306,10 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
     for k in ("filesystem", "benchmark", "command", "kernel_config"):
         if cfg.get(k):
             ex.add_fact(k, cfg[k], cfg_spans.get(k), in_subject=cfg_spans.get(k) is None)
-    c.subsystem = canonical(subsystem_for(ex.subject, c.culprit_subject, ex.clean, c.config.get("filesystem"),
-                                          c.kind, ex.robot_subject, c.culprit_commit))
+    area, ex.subsystem_source = subsystem_with_source(ex.subject, c.culprit_subject, ex.clean,
+                                                      c.config.get("filesystem"), c.kind, ex.robot_subject,
+                                                      c.culprit_commit)
+    c.subsystem = canonical(area)
     if c.subsystem:
         ex.add_fact("subsystem", c.subsystem, None, in_subject=True,
                     sentence=c.culprit_subject or ex.subject)
@@ -453,6 +455,12 @@ UNIT_MEASURED = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?[-–]\s?\d+(?:\.\d+)?
                            re.I)
 
 
+# words of a comparison that got worse, around two measured values ("went from 170MB/s to 11MB/s",
+# "falls to 2500 MB/sec", "only 66MB/s")
+_WORSE_CUE = re.compile(r"\b(?:only|down to|drops?|dropped|slower|lower|decreas\w*|regress\w*|worse|"
+                        r"falls?|fell|reduced|degrad\w*|(?:went|goes|going|gone) (?:down )?from)\b", re.I)
+
+
 def _norm_unit(u: str) -> str:
     u = re.sub(r"/sec$", "/s", u)
     return "IOPS" if u.lower() == "iops" else u
@@ -479,8 +487,7 @@ def _unit_of_stated_drop(ex: Extractor) -> tuple[str | None, tuple | None]:
             by_unit.setdefault(_norm_unit(m.group(1)).lower(), []).append((m, u))
     for key, hits in by_unit.items():
         values = {re.sub(r"\s", "", h[0].group(0)[:h[0].start(1) - h[0].start()]) for h in hits}
-        cue = any(re.search(r"\b(?:only|down to|drops?|dropped|slower|lower|decreas\w*|regress\w*|worse)\b",
-                            h[1].text, re.I) for h in hits)
+        cue = any(_WORSE_CUE.search(h[1].text) for h in hits)
         if len(values) >= 2 and cue:
             m, u = hits[0]
             return _norm_unit(m.group(1)), (u.cstart + m.start(1), u.cstart + m.end(1))

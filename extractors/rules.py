@@ -250,6 +250,16 @@ _CFG_CODE = re.compile(r"\s*[+\-@]|\s*#\s*(?:if|ifdef|ifndef|endif|define)|.*\bI
 _CFG_SUGGEST = re.compile(r"\b(?:suggest\w*|try|could you|can you|maybe|perhaps|should|instead|alternatively|"
                           r"would|if you)\b", I)
 MEM_SETTING = re.compile(r"(?<![\w-])((?:QEMU_|VM_|GUEST_)?MEM(?:ORY)?(?:_(?:MB|GB|SIZE))?=\d+[KMGT]?)\b")
+# a commit title in quotes: "subsys: what it does"
+_QUOTED_TITLE = re.compile(r"[\"\u201c]((?:[\w.-]+(?:/[\w.-]+)*): [^\"\u201d\n]{4,200})[\"\u201d]")
+
+
+def _in_quoted_title(text: str, pos: int) -> bool:
+    """Is ``pos`` inside a quoted commit title on its line?"""
+    ls = text.rfind("\n", 0, pos) + 1
+    le = text.find("\n", pos)
+    line = text[ls:le if le >= 0 else len(text)]
+    return any(q.start(1) <= pos - ls < q.end(1) for q in _QUOTED_TITLE.finditer(line))
 
 
 # ------------------------------------------------------------------------------ culprits
@@ -1260,6 +1270,8 @@ class Extractor:
                 continue
             if _CFG_SUGGEST.search(utext):
                 continue
+            if _in_quoted_title(mt.clean, m.start()):
+                continue  # part of a commit title ("kconfig: only write '# CONFIG_FOO is not set'")
             name = m.group(1)
             written = m.group(0)
             if name not in seen or ("=" in written and "=" not in seen[name]):

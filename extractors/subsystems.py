@@ -274,12 +274,21 @@ def title_near_commit(clean: str, commit: str | None) -> str | None:
 def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesystem: str | None,
                   kind: str | None, robot_match, culprit_commit: str | None = None) -> str | None:
     """Best guess of the kernel area, strongest evidence first; None when nothing is clear."""
+    return subsystem_with_source(subject, culprit_subject, clean, filesystem, kind, robot_match, culprit_commit)[0]
+
+
+def subsystem_with_source(subject: str, culprit_subject: str | None, clean: str, filesystem: str | None,
+                          kind: str | None, robot_match, culprit_commit: str | None = None
+                          ) -> tuple[str | None, str | None]:
+    """``subsystem_for`` with the kind of evidence the area was read from (``culprit_title``,
+    ``title_near_commit``, ``robot_tag``, ``quoted_title``, ``subject_title``, ``arch_path``,
+    ``paths``, ``subject_driver``, ``keyword_subject``, ``keyword``, ``fs_perf``), or (None, None)."""
     s = from_prefix(culprit_subject)
     if s:
-        return s
+        return s, "culprit_title"
     s = from_prefix(title_near_commit(clean, culprit_commit))
     if s:
-        return s
+        return s, "title_near_commit"
     if robot_match is not None:
         tags = re.findall(r"\[([^\]]+)\]", subject[:robot_match.start(1) + 1])
         for tag in reversed(tags):
@@ -287,20 +296,20 @@ def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesys
                 continue
             s = from_prefix(tag + ": x")
             if s:
-                return s
+                return s, "robot_tag"
     # a commit title quoted in the subject ("... caused by patch "kbuild: ..."")
     m = re.search(r"[\"\u201c]([^\"\u201d]{8,120})[\"\u201d]", subject)
     if m:
         s = from_prefix(m.group(1))
         if s:
-            return s
+            return s, "quoted_title"
     # the report's own subject written like a commit title ("[REGRESSION] slab: replace ...")
     s = from_prefix(_subject_title(subject))
     if s:
-        return s
+        return s, "subject_title"
     m = _ARCH_PATH.search(clean) if "arch/" in clean else None
     if m and not re.search(r"\.[ch]:\d+", clean[m.start():m.start() + 120].split("\n")[0]):
-        return m.group(1)
+        return m.group(1), "arch_path"
     # source paths named in the text (not in stack traces / diffstats): one area named twice
     areas: dict[str, int] = {}
     for m in PATH_RE.finditer(clean[:20000]):
@@ -313,7 +322,7 @@ def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesys
     if areas:
         best = max(areas, key=lambda k: areas[k])
         if areas[best] >= 2 and list(areas.values()).count(areas[best]) == 1:
-            return best
+            return best, "paths"
     # a subsystem or driver name in the subject ("i915 4.5 bugfix ...")
     st = _subject_title(subject)
     for m in DRIVER_WORDS.finditer(st):
@@ -323,7 +332,7 @@ def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesys
         w = {"pci": "pci", "pcie": "pci"}.get(w, w)
         s = PREFIX.get(w) or FS_PREFIX.get(w)
         if s:
-            return s
+            return s, "subject_driver"
     head = clean[:8000]
     head_low = P.fold(head)
     counts: dict = {}
@@ -334,11 +343,13 @@ def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesys
             n = counts[rx] = len(rx.findall(head)) if P.may_match(rx, head, head_low) else 0
         return n
     for rx, name in KEYWORDS:
-        if rx.search(subject) or count(rx) >= 3:
-            return name
+        if rx.search(subject):
+            return name, "keyword_subject"
+        if count(rx) >= 3:
+            return name, "keyword"
     if filesystem and kind == "performance":
-        return "fs"
+        return "fs", "fs_perf"
     for rx, name in KEYWORDS:
         if count(rx) >= 2:
-            return name
-    return None
+            return name, "keyword"
+    return None, None

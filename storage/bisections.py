@@ -1,5 +1,5 @@
 """The SQL of automatic bisections (tables ``lab_bisections`` and ``lab_bisection_steps`` in
-storage/lab_schema.py, migration 0008).  Everything returns dataclasses; bot.lab.bisect_driver
+storage/lab_schema.py, migration 0009).  Everything returns dataclasses; bot.lab.bisect_driver
 holds no SQL.
 
 Workers take a bisection with a lease (``owner`` / ``lease_until``) through a conditional UPDATE

@@ -1,6 +1,6 @@
 """Tables of the lab scheduler (bot.lab.scheduler), on the shared ``storage.schema.metadata``.
 
-Created by migrations 0005 (jobs) and 0008 (bisections); keep them in step.
+Created by migrations 0005 (jobs) and 0009 (bisections); keep them in step.
 
 * ``lab_jobs``: one row per confirmation rerun of a record -- its plan (recipe, builds, run
   counts: JSON), the machine it was matched to, its state, the backend handle of the run in
@@ -81,7 +81,7 @@ lab_job_events = Table(
 )
 Index("ix_lab_job_events_job", lab_job_events.c.job_id, lab_job_events.c.id)
 
-# -- automatic bisections (bot.lab.bisect_driver; SQL in storage/bisections.py; migration 0008) -----
+# -- automatic bisections (bot.lab.bisect_driver; SQL in storage/bisections.py; migration 0009) -----
 BISECT_STATES = ("queued", "running", "done", "failed", "cancelled")
 BISECT_ACTIVE = ("queued", "running")
 

@@ -1,4 +1,5 @@
-"""The chat notification outbox (bot.notify.outbox), on the shared ``storage.schema.metadata``.
+"""The chat notification outbox (bot.notify.outbox; its queries: storage/notifications.py), on the
+shared ``storage.schema.metadata``.
 
 Created by migration 0006 (storage/migrations/versions/0006_notifications.py); keep the two in
 step.

@@ -1,4 +1,5 @@
-"""Tables of the mail replies (bot.reply), on the shared ``storage.schema.metadata``.
+"""Tables of the mail replies (bot.reply; their queries: storage/replies.py), on the shared
+``storage.schema.metadata``.
 
 Created by migration 0004 (storage/migrations/versions/0004_replies.py); keep the two in step.
 

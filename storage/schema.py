@@ -11,7 +11,7 @@ metadata = MetaData()
 messages = Table(
     "messages", metadata,
     Column("id", Integer, primary_key=True),
-    Column("message_id", String(998), nullable=False, unique=True),  # bot.mail.msgid_key
+    Column("message_id", String(998), nullable=False, unique=True),  # bot.sources.mail.msgid_key
     Column("synthetic_id", Boolean, nullable=False, default=False),
     Column("message_id_full", Text),  # the whole Message-ID when message_id is a hash of it
     Column("subject", Text, nullable=False, default=""),

@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from sqlalchemy import create_engine, event, func, insert, select, update
+from sqlalchemy import create_engine, event, func, insert, select, text, update
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Engine
 
 from storage import schema
@@ -23,7 +24,7 @@ INGEST_LOCK = "lock:ingest"  # the cursors row every ingest batch upserts first
 
 def _text(value: str | None) -> str | None:
     """Text that PostgreSQL and SQLite both take: NUL shown as U+2400, lone surrogates
-    replaced.  (bot.mail cleans what it parses and notes it; this is the last guard.)"""
+    replaced.  (bot.sources.mail cleans what it parses and notes it; this is the last guard.)"""
     if value is None:
         return None
     if "\x00" in value:
@@ -67,6 +68,17 @@ def aware(dt: datetime | None) -> datetime | None:
 
 
 _aware = aware
+
+# errors of a database whose schema lacks a table (an older database, before a migration)
+MISSING_TABLE_ERRORS = (sa_exc.OperationalError, sa_exc.ProgrammingError)
+
+
+def write_refused(exc: BaseException) -> bool:
+    """A database error caused by the data written (not by the database being unreachable): a
+    batch is then retried message by message, and a message refused alone is quarantined."""
+    if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError)):
+        return False  # lost connection, locked database, disk full: the run must stop
+    return isinstance(exc, (sa_exc.StatementError, UnicodeError, ValueError, TypeError, OverflowError))
 
 
 @dataclass
@@ -278,6 +290,18 @@ class Store:
                 out.append({"root": root, "subject": root_subject if root_subject is not None else first_subject,
                             "messages": n, "last_activity": last.isoformat() if last else None})
         return out
+
+    def ping(self) -> None:
+        """One trivial statement: raises when the database cannot be reached."""
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+
+    def received_inputs(self, message_id: str) -> tuple[Any, datetime | None] | None:
+        """(stored headers, ingest time) of a message: what its received time is read from."""
+        m = schema.messages
+        with self.engine.connect() as conn:
+            row = conn.execute(select(m.c.headers, m.c.ingested_at).where(m.c.message_id == message_id)).first()
+        return None if row is None else (row.headers, _aware(row.ingested_at))
 
     def get_message(self, message_id: str) -> dict[str, Any] | None:
         m = schema.messages

@@ -1,7 +1,7 @@
 """Tables of the regression tracker (SQLAlchemy Core), on the shared ``storage.schema.metadata``.
 
 Created by migration 0003 (storage/migrations/versions/0003_tracker.py); keep the two in step.
-Import this module (bot.tracker, bot.query do) before querying the tables.
+Import this module (bot.tracker.records, bot.tracker.query do) before querying the tables.
 
 * ``regressions``: one row per tracked regression (a report thread, or a report someone
   tagged with ``#regzbot introduced``).  ``overrides`` maps a field name to who set it by hand
@@ -57,7 +57,8 @@ regressions = Table(
     Column("updated_at", TZ, nullable=False),  # last change or counted activity
 )
 Index("ix_regressions_status_updated", regressions.c.status, regressions.c.updated_at)
-Index("ix_regressions_subsystem", regressions.c.subsystem)
+# list pages: filter by subsystem and status, order by updated_at, from the index alone
+Index("ix_regressions_subsystem_status_updated", regressions.c.subsystem, regressions.c.status, regressions.c.updated_at)
 Index("ix_regressions_kind", regressions.c.kind)
 Index("ix_regressions_culprit", regressions.c.culprit_commit)
 Index("ix_regressions_created", regressions.c.created_at)

@@ -86,7 +86,7 @@ def cli(home):
     """Run the click app in-process: cli("ingest", path, "--json") -> Result."""
     from click.testing import CliRunner
 
-    from bot.cli import main
+    from bot.cli.main import main
 
     runner = CliRunner()
 
@@ -103,3 +103,22 @@ def corpus_dir():
         if (candidate / "seeds").is_dir():
             return candidate
     pytest.skip("no labelled corpus found")
+
+
+@pytest.fixture
+def new_record(store):
+    """Insert a bare regression record into ``store`` (for the tables that reference one):
+    ``new_record(status="confirmed")`` -> its id."""
+    from sqlalchemy import insert
+
+    import storage.tracker_schema as ts
+    from storage.store import utcnow
+
+    def make(**fields) -> int:
+        now = utcnow()
+        row = {"title": "a regression", "status": "reported", "hardware": {}, "config": {}, "numbers": {},
+               "evidence": {}, "overrides": {}, "created_at": now, "updated_at": now, **fields}
+        with store.engine.begin() as conn:
+            return conn.execute(insert(ts.regressions).values(**row)).inserted_primary_key[0]
+
+    return make

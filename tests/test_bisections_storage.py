@@ -56,7 +56,7 @@ def test_a_done_bisection_reaches_the_record_and_the_chat_outbox(store):
 
     from bot.lab import bisect_driver as drv
     from bot.notify.outbox import list_notifications
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     rid = make_record(store, kind="performance", subsystem="mm")
     log = "git bisect start\n# bad: [bbbb] x\ngit bisect bad bbbb\n# first bad commit: [cccc] mm: slow"

@@ -232,7 +232,7 @@ def test_scheduler_pass_advances_a_bisection_and_a_failed_end_fails_it(trees, st
     build's reason on the record, and the failure is cached."""
     from bot.lab import bisect_driver as drv
     from bot.lab.scheduler import Scheduler
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
     from tests.test_lab_matching import make_record
 
     c = cfg(trees, cache_dir=str(tmp_path / "builds"), timeout_s=120)

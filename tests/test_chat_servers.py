@@ -36,10 +36,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from bot.cli import main
+from bot.cli.main import main
 
-if "notify" not in main.commands:  # until bot/cli.py wires it in
-    from bot.notify.notify_cli import register
+if "notify" not in main.commands:  # until bot/cli/main.py wires it in
+    from bot.cli.notify import register
 
     register(main)
 
@@ -343,6 +343,9 @@ class IrcUser:
     def __init__(self, port: int, nick: str, user: str = "tester") -> None:
         self.nick = nick
         self.sock = socket.create_connection(("127.0.0.1", port), 5)
+        # the connect timeout must not stay on the socket: the reader would take 5 s without a
+        # line (a quiet channel while the bot polls and triages) for a closed connection
+        self.sock.settimeout(None)
         self.lines: "queue.Queue[str]" = queue.Queue()
         self.got: list[tuple[str, str, str, str]] = []  # (command, sender nick, target, text)
         self.joined: set[str] = set()
@@ -474,9 +477,9 @@ Since v6.8 will-it-scale page_fault2 throughput dropped by 9% on a Xeon box. v6.
 
 
 def build(store, *raws) -> None:
-    from bot.ingest import Ingester
-    from bot.tracker import update_tracker
-    from bot.triage import triage_pending
+    from bot.sources.ingest import Ingester
+    from bot.tracker.records import update_tracker
+    from bot.triage.runner import triage_pending
 
     ing = Ingester(store, workers=1)
     for raw in raws:
@@ -584,7 +587,8 @@ def settings_for(ircd, synapse, monkeypatch):
 
 # -- tests ------------------------------------------------------------------------------------------------
 def test_event_reaches_the_right_room_and_channel_only(records, ircd, synapse, settings_for):
-    from bot.notify.outbox import deliver_pending, enqueue_event, list_notifications
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import enqueue_event, list_notifications
 
     store, ids = records
     s = settings_for()
@@ -658,7 +662,7 @@ class BotThread:
     """The notification service (adapters listening for chat) in its own event loop thread."""
 
     def __init__(self, store, settings) -> None:
-        from bot.notify.service import NotifyService
+        from bot.service.notify import NotifyService
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -714,7 +718,7 @@ async def matrix_say_and_wait(synapse, user: str, pw: str, alias: str, text: str
 
 
 def test_chat_queries_and_allow_list(records, ircd, synapse, settings_for):
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     store, ids = records
     s = settings_for(admins=["boss!*@*", "@boss:localhost"])
@@ -799,8 +803,9 @@ def test_chat_queries_and_allow_list(records, ircd, synapse, settings_for):
 
 
 def test_outage_then_exactly_once(records, ircd, synapse, settings_for, monkeypatch):
-    from bot.notify import outbox
-    from bot.notify.outbox import deliver_pending, enqueue_event, list_notifications
+    from bot.notify import deliver
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import enqueue_event, list_notifications
     from storage.store import Store
 
     store, ids = records
@@ -872,17 +877,17 @@ def test_outage_then_exactly_once(records, ircd, synapse, settings_for, monkeypa
         # the resend (same transaction id, same device, a new login) is deduplicated by the server
         n_room = len(matrix_messages(synapse, room))
         enqueue_event(store, "confirmed", ids["hostile"], settings=s)
-        real_mark = outbox.Deliverer._mark_sent
+        real_mark = deliver.Deliverer._mark_sent
 
         def crash(self, row, remote_id, thread_root):
-            if row["target_kind"] == "matrix":
+            if row.target_kind == "matrix":
                 raise KeyboardInterrupt("crash after the server accepted the message")
             return real_mark(self, row, remote_id, thread_root)
 
-        monkeypatch.setattr(outbox.Deliverer, "_mark_sent", crash)
+        monkeypatch.setattr(deliver.Deliverer, "_mark_sent", crash)
         with pytest.raises(KeyboardInterrupt):
             deliver_pending(store, settings=s)
-        monkeypatch.setattr(outbox.Deliverer, "_mark_sent", real_mark)
+        monkeypatch.setattr(deliver.Deliverer, "_mark_sent", real_mark)
         row = [r for r in list_notifications(store) if r["regression_id"] == ids["hostile"]
                and r["target"] == "matrix:" + room][0]
         assert row["state"] == "queued"
@@ -1000,7 +1005,7 @@ def test_irc_nick_refused_falls_back_and_names_the_cause(ircd):
     error names the server's answer (not "timeout")."""
     from bot.notify.base import OutMessage
     from bot.notify.irc import IrcAdapter, nick_candidates
-    from bot.notify.outbox import send_test
+    from bot.notify.deliver import send_test
     from bot.notify.settings import load_settings
 
     def settings(**kw):

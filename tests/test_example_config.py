@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import pkgutil
 import re
 import tomllib
 import types
@@ -36,14 +35,14 @@ from bot.lab.backends.ssh import SSH_KEYS, SshBackend
 from bot.lab.inventory import lab_section, load_machines, make_backend
 from bot.lab.matching import Requirements, match
 from bot.lab.recipes import Limits
-from bot.limits import IngestLimits
+from bot.sources.limits import IngestLimits
 from bot.notify import settings as notify_settings
-from bot.reply import MailSettings
-from bot.service import Service
-from bot.service_hooks import reply_policy
+from bot.reply.settings import MailSettings
+from bot.service.run import Service
+from bot.service.hooks import reply_policy
 from bot.sources.lore import LoreSettings
-from bot.triage import open_trees
-from bot.trust import TrustSettings
+from bot.triage.runner import open_trees
+from bot.tracker.trust import TrustSettings
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "deploy" / "regtriage.toml"
@@ -167,7 +166,7 @@ def commented_options(text: str):
 @pytest.fixture
 def no_trees(monkeypatch):
     """open_trees() builds TreeSpecs from [kernel] repos without opening git repositories."""
-    import bot.kernel_tree as kt
+    import bot.tracker.kernel_tree as kt
 
     class Spy(kt.KernelTrees):
         def __init__(self, specs, **kw):
@@ -262,10 +261,12 @@ def read_keys(monkeypatch, cli) -> set[tuple[str, str]]:
     assert {f.name for f in dataclasses.fields(IngestLimits)} <= seen("ingest")
     assert {"base_url"} <= seen("web") and {"db"} <= seen("storage") and {"repos"} <= seen("kernel")
     # 2. declarative lists of the lab
-    from bot.kernel_tree import TreeSpec
+    from bot.tracker.kernel_tree import TreeSpec
 
     fields = lambda cls: {f.name for f in dataclasses.fields(cls)}  # noqa: E731
-    backends = {m.name for m in pkgutil.iter_modules(__import__("bot.lab.backends", fromlist=["x"]).__path__)}
+    from bot.lab.backends import BUILTIN
+
+    backends = set(BUILTIN)
     assert {"qemu", "ssh", "lkp", "lava"} <= backends
     keys |= {("kernel.repos", k) for k in fields(TreeSpec)}
     keys |= {("lab", k) for k in (*lab_plan.DEFAULTS, *lab_scheduler.SCHED_DEFAULTS, *fields(Limits), *backends)}
@@ -294,7 +295,7 @@ def _run_service(monkeypatch, cli) -> Service:
         return 0
 
     monkeypatch.setattr(Service, "run", no_loop)
-    monkeypatch.setattr("bot.service.setup_logging", lambda *a: logging_args.append(a))
+    monkeypatch.setattr("bot.service.run.setup_logging", lambda *a: logging_args.append(a))
     result = cli("--config", EXAMPLE, "run", "--no-web")
     assert result.exit_code == 0, result.output
     assert logging_args == [(False, "INFO")]
@@ -348,7 +349,7 @@ def test_lab_example_loads_with_the_values_written(home):
     cfg = Config(home=home, db_url="sqlite://", path=LAB_EXAMPLE, data=load_toml(LAB_EXAMPLE))
     out = run_loaders(cfg)
     assert [m.name for m in out["machines"]] == ["qemu-tcg-1", "xeon-6238m", "altra"]
-    assert [m.enabled for m in out["machines"]] == [True, True, False]
+    assert [m.enabled for m in out["machines"]] == [True, False, False]  # the two hosts are examples
     assert (out["lab"]["runs"], out["lab"]["alpha"], out["lab"]["timeouts"].total_s) == (5, 0.01, 7200)
     assert out["limits"] == Limits(1 << 30, 64, 600, True)
     assert out["builds"].builds_dir == "/srv/kernels" and out["builds"].arch == "x86_64"
@@ -481,3 +482,24 @@ def test_examples_hold_no_secrets_and_only_illustrative_hosts():
                     or host.endswith(".example.org"), f"{path.name}: {key} = {value!r} is not illustrative"
     data = load_toml(EXAMPLE)
     assert data["service"]["replies"] in ("off", "draft")
+
+
+def test_example_configs_name_no_machine_that_does_not_exist():
+    """Every machine of deploy/*.toml is either local (qemu, on this host) or tagged "example"
+    and disabled; an enabled "example" machine is refused by the loader."""
+    import pytest
+
+    from bot.lab.inventory import InventoryError
+
+    seen = 0
+    for path in sorted((REPO / "deploy").glob("*.toml")):
+        for m in load_machines({"lab": load_toml(path).get("lab", {})}):
+            seen += 1
+            if m.backend != "qemu":
+                assert "example" in m.tags and not m.enabled, (path.name, m.name)
+            elif m.enabled:
+                assert "example" not in m.tags
+    assert seen >= 3
+    bad = {"lab": {"machines": [{"name": "x", "arch": "x86_64", "backend": "ssh", "tags": ["example"]}]}}
+    with pytest.raises(InventoryError, match="tagged 'example'"):
+        load_machines(bad)

@@ -124,5 +124,5 @@ def test_core_kernel_areas_are_named_as_kernel_people_do():
     claim = extractors.extract(
         "[REGRESSION] pipe throughput down 30% since v6.12",
         "Hi,\n\nhackbench pipe throughput dropped by 30% from v6.11 to v6.12.\n"
-        "I bisected it to commit 152e11f6df29 (\"sched/fair: Implement delayed dequeue\").\n")
+        "I bisected it to commit 152e11f6df29 (\"sched: Implement delayed dequeue\").\n")
     assert claim.is_regression and claim.subsystem == "sched"

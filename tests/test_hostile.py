@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from bot.mail import parse_message
+from bot.sources.mail import parse_message
 from bot.sources.files import to_mboxrd
 from tests import hostile_corpus
 
@@ -29,7 +29,7 @@ MEMORY_LIMIT_KIB = 1_500_000  # peak RSS of the ingest and its parse workers
 def run_cli(*args, db: str, home: Path, config: Path | None = None, timeout: float = 900):
     env = {k: v for k, v in os.environ.items() if not k.startswith("REGTRIAGE_")}
     env["REGTRIAGE_HOME"] = str(home)
-    argv = [sys.executable, "-m", "bot.cli", "--db", db]
+    argv = [sys.executable, "-m", "bot.cli.main", "--db", db]
     if config is not None:
         argv += ["--config", str(config)]
     return subprocess.run(argv + [str(a) for a in args], capture_output=True, cwd=REPO, env=env,
@@ -130,12 +130,12 @@ def test_100k_references_are_bounded_and_linear():
 
 
 def test_parser_crash_is_quarantined_not_raised(monkeypatch):
-    import bot.mail
+    import bot.sources.mail
 
     def boom(raw):
         raise RecursionError("deep")
 
-    monkeypatch.setattr(bot.mail.email, "message_from_bytes", boom)
+    monkeypatch.setattr(bot.sources.mail.email, "message_from_bytes", boom)
     p = parse_message(b"From: a@x\nMessage-ID: <x@x>\n\nb\n")
     assert p.reject and "nested too deeply" in p.reject
 
@@ -225,7 +225,7 @@ def test_file_name_not_utf8(cli, tmp_path, db_url):
 def test_database_refusal_costs_only_that_message(store, monkeypatch):
     """A message the database refuses (whatever the reason) is quarantined alone; its
     neighbours in the batch are stored."""
-    from bot.ingest import Ingester
+    from bot.sources.ingest import Ingester
 
     real = store.write_batch
 
@@ -257,7 +257,7 @@ def test_two_concurrent_ingests_of_the_same_mail(tmp_path, db_url):
     for name in ("a.mbox", "b.mbox"):
         env = {k: v for k, v in os.environ.items() if not k.startswith("REGTRIAGE_")}
         env["REGTRIAGE_HOME"] = str(env_home)
-        procs.append(subprocess.Popen([sys.executable, "-m", "bot.cli", "--db", db_url, "ingest", "--json",
+        procs.append(subprocess.Popen([sys.executable, "-m", "bot.cli.main", "--db", db_url, "ingest", "--json",
                                        "--no-triage", "--batch-size", "50", str(tmp_path / name)],
                                       cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     results = []
@@ -289,7 +289,7 @@ def test_git_epoch_with_hostile_blobs_advances_its_cursor(tmp_path, db_url):
 
     if shutil.which("git") is None:
         pytest.skip("git not installed")
-    from bot.limits import IngestLimits
+    from bot.sources.limits import IngestLimits
     from bot.sources.pigit import ingest_epochs
     from storage.store import Store
     from tests.publicinbox import make_epoch

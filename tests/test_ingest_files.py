@@ -151,13 +151,13 @@ def test_corpus_ingests_completely(cli, corpus_dir):
     r = counts(cli("ingest", "--json", corpus_dir))
     assert r == {"messages": len(emls), "stored": len(emls), "duplicates": 0, "quarantined": 0}
     for path in emls[:5]:
-        from bot.mail import parse_message
+        from bot.sources.mail import parse_message
         mid = parse_message(path.read_bytes()).message_id
         assert json.loads(cli("show", "--json", mid).stdout)["subject"] is not None
 
 
 def test_help_is_fast_and_lazy():
-    code = ("import sys; from bot.cli import main\n"
+    code = ("import sys; from bot.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('spacy', 'sqlalchemy', 'rich', 'requests', 'git', 'jinja2') if m in sys.modules]\n"
             "print('HEAVY', heavy)")

@@ -143,7 +143,7 @@ def test_tuxmake_builds_are_kept_cached_and_failures_remembered(linux):
 # ---------------------------------------------------------------------------------- rerun
 def test_rerun_of_culprit_vs_parent_confirms_the_slowdown(linux, store, tmp_path, lab_tools):  # noqa: F811
     from bot.lab.scheduler import Scheduler, get_job, schedule_rerun
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     cfg = config(linux, tmp_path)
     rid = syscall_record(store, culprit_commit=linux["slow"][:12])
@@ -169,7 +169,7 @@ def test_bisection_skips_the_broken_commit_finds_the_slow_one_and_resumes(linux,
                                                                           lab_tools):  # noqa: F811
     import storage.bisections as bdb
     from bot.lab import bisect_driver as drv
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     cfg = config(linux, tmp_path)
     rid = syscall_record(store, good="v6.1-base", bad="test-c8")
@@ -223,7 +223,7 @@ def test_bisection_skips_the_broken_commit_finds_the_slow_one_and_resumes(linux,
     text = drv.report_text(b)
     assert "first bad commit" in text and linux["slow"][:12] in text
     # show / the reply draft / chat render the tracker entry: the bisection and its log are in it
-    from bot.tracker_entry import entry, render
+    from bot.tracker.entry import entry, render
 
     e = entry(store, rid)
     assert e["bisections"][0]["state"] == "done" and e["bisections"][0]["result"]["culprit"] == linux["slow"]

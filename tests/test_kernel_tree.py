@@ -1,4 +1,4 @@
-"""Tests for bot.kernel_tree on a small synthetic kernel-like repository."""
+"""Tests for bot.tracker.kernel_tree on a small synthetic kernel-like repository."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import pytest
 from git import Actor, Repo
 from gitdb.base import IStream
 
-from bot.kernel_tree import (
+from bot.msgid import MessageId
+from bot.tracker.kernel_tree import (
     KernelTrees,
     Maintainers,
     ResolveStatus,
     TreeSpec,
-    msgid_from_link,
     normalize_commit_id,
     parse_trailers,
     release_tag_key,
@@ -333,6 +333,9 @@ def test_normalize_commit_id() -> None:
 
 
 def test_msgid_from_link() -> None:
+    def msgid_from_link(value):
+        return MessageId.from_ref(value, bare=False)
+
     assert msgid_from_link("https://lore.kernel.org/r/report-1@example.com/") == "report-1@example.com"
     assert msgid_from_link("https://lore.kernel.org/r/report-1@example.com") == "report-1@example.com"
     assert msgid_from_link("https://lore.kernel.org/linux-mm/abc@x.org/T/#u") == "abc@x.org"

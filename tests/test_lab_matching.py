@@ -312,7 +312,7 @@ def make_record(store, **kw) -> int:
 
 def test_no_match_is_recorded_and_the_job_declined(store):
     from bot.lab.scheduler import list_jobs, schedule_rerun
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     c = cfg(ARM, machine("q-misfit", filesystems=["tmpfs"], storage=["ram"]), builds=dict(BUILDS))
     rid = make_record(store, good="good-1", bad="bad-1",
@@ -340,7 +340,7 @@ def test_no_match_is_recorded_and_the_job_declined(store):
 
 def test_declined_plan_is_recorded(store, no_exec):
     from bot.lab.scheduler import schedule_rerun
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     c = cfg(machine("q"), builds=dict(BUILDS))
     rid = make_record(store, good="good-1", bad="bad-1",

@@ -18,9 +18,10 @@ import pytest
 
 from bot.lab import parsers
 from bot.lab.backends import DONE, LabError, RunSpec, get_backend
-from bot.lab.backends.lkp import FIO_MBPS_SCALE, job_yaml, stats_keys
+from bot.lab.backends.lkp import job_yaml, stats_keys
 from bot.lab.builds import BuildSpec
 from bot.lab.recipes import make_recipe
+from bot.lab.recipes.fio import FIO_MBPS_SCALE
 from tests.test_ssh_backend import BAD_PKG, BAD_REL, GOOD_PKG, GOOD_REL, SshdServer, _pid_alive, sshd  # noqa: F401
 
 DATA = Path(__file__).parent / "data" / "lab"
@@ -72,6 +73,10 @@ def test_job_yaml_for_each_recipe():
                                     "test_size": "32M", "runtime": "30s", "time_based": True, "direct": "direct"}
     assert j["fio"] == {}
     assert _load_job(job_yaml(make_recipe("fio"), "lab1", "6.2", 1))["commit"] == "6.2"  # quoted: not a float
+    j = _load_job(job_yaml(make_recipe("stress-ng", {"stressor": "futex", "threads": 4, "time_s": 60}), "lab1",
+                           GOOD_REL, 3))
+    assert j["suite"] == "stress-ng" and j["stress-ng"] == {"test": "futex", "nr_threads": 4, "testtime": "60s"}
+    assert stats_keys(make_recipe("stress-ng", {"stressor": "futex"})) == (["stress-ng.futex.ops_per_sec"], 1.0)
     for bad in (dict(testbox="lab 1"), dict(commit="$(reboot)"), dict(repeat=0)):
         args = {"testbox": "lab1", "commit": GOOD_REL, "repeat": 3, **bad}
         with pytest.raises(LabError):

@@ -1,8 +1,9 @@
-"""bot.mail: hostile input is parsed or rejected with a recorded reason, never raises."""
+"""bot.sources.mail: hostile input is parsed or rejected with a recorded reason, never raises."""
 
 import base64
 
-from bot.mail import normalize_msgid, parse_message, synthetic_msgid
+from bot.msgid import MessageId, stored_key
+from bot.sources.mail import parse_message
 
 
 def msg(headers: str, body: str = "hello\n") -> bytes:
@@ -29,16 +30,16 @@ Date: Mon, 01 Jan 2024 10:00:00 +0100
 def test_missing_message_id_gets_stable_synthetic_id():
     raw = msg("From: a@example.com\nSubject: no id")
     a, b = parse_message(raw), parse_message(raw)
-    assert a.synthetic_id and a.message_id == b.message_id == synthetic_msgid(raw)
+    assert a.synthetic_id and a.message_id == b.message_id == MessageId.synthetic(raw)
     assert parse_message(raw + b"x").message_id != a.message_id
     assert any("Message-ID" in r for r in a.problems)
 
 
 def test_normalize_msgid_variants():
-    assert normalize_msgid("<a@b>") == "a@b"
-    assert normalize_msgid(" a@b ") == "a@b"
-    assert normalize_msgid("") is None
-    assert normalize_msgid("garbage") is None
+    assert stored_key("<a@b>") == "a@b"
+    assert stored_key(" a@b ") == "a@b"
+    assert stored_key("") is None
+    assert stored_key("garbage") is None
 
 
 def test_unknown_charset_recorded_and_decoded():

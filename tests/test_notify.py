@@ -292,9 +292,9 @@ Since v6.9, fsync() on ext4 returns EIO after a remount,ro cycle. v6.8 is fine.
 
 
 def build(store, *raws):
-    from bot.ingest import Ingester
-    from bot.tracker import update_tracker
-    from bot.triage import triage_pending
+    from bot.sources.ingest import Ingester
+    from bot.tracker.records import update_tracker
+    from bot.triage.runner import triage_pending
 
     ing = Ingester(store, workers=1)
     for raw in raws:
@@ -333,7 +333,7 @@ def incoming(text, *, network="irc", sender="joe", sender_id="joe!~joe@host.exam
 
 def test_chat_responder_answers_and_refuses(store):
     from bot.notify.responder import ChatResponder
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     build(store, MM, FS)
     mm, fs = rid_of(store, "n-mm@example.org"), rid_of(store, "n-fs@example.org")
@@ -431,7 +431,8 @@ def rows(store):
 
 
 def test_outbox_enqueue_retry_backoff_threads_and_order(store):
-    from bot.notify.outbox import deliver_pending, enqueue_event
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import enqueue_event
     from storage.store import utcnow
 
     build(store, MM, FS)
@@ -500,7 +501,8 @@ def _dt(s):
 
 
 def test_outbox_permanent_failure_max_attempts_and_age(store):
-    from bot.notify.outbox import deliver_pending, enqueue_event
+    from bot.notify.deliver import deliver_pending
+    from bot.notify.outbox import enqueue_event
     from storage.store import utcnow
 
     build(store, MM)
@@ -527,7 +529,8 @@ def test_outbox_permanent_failure_max_attempts_and_age(store):
 
 
 def test_outbox_lease_keeps_two_deliverers_apart(store):
-    from bot.notify.outbox import Deliverer, enqueue_event
+    from bot.notify.deliver import Deliverer
+    from bot.notify.outbox import enqueue_event
 
     build(store, MM)
     mm = rid_of(store, "n-mm@example.org")
@@ -554,7 +557,7 @@ def test_outbox_lease_keeps_two_deliverers_apart(store):
 
 def test_scan_tracker_turns_status_changes_into_events(store):
     from bot.notify.outbox import scan_tracker
-    from bot.tracker import set_status
+    from bot.tracker.records import set_status
 
     build(store, MM)
     mm = rid_of(store, "n-mm@example.org")

@@ -15,9 +15,9 @@ import storage.tracker_schema as ts
 from bot.config import Config
 from bot.notify.outbox import list_notifications, scan_tracker
 from bot.notify.settings import load_settings
-from bot.service import Service
-from bot.service_hooks import install_hooks
-from bot.tracker import set_status
+from bot.service.run import Service
+from bot.service.hooks import install_hooks
+from bot.tracker.records import set_status
 from tests.test_notify import MM, build, rid_of
 
 NOTIFY = {"web": {"base_url": "https://rt.example"},
@@ -103,7 +103,7 @@ def test_old_mail_old_changes_and_closed_records_are_skipped_with_the_reason(sto
     row = {(r["regression_id"], r["event"]): r for r in list_notifications(store)}[(new, "triaged")]
     assert row["state"] == "skipped" and "since been closed (resolved)" in row["last_error"]
     # skipped rows are never delivered
-    from bot.notify.outbox import Deliverer
+    from bot.notify.deliver import Deliverer
 
     import asyncio
     stats = asyncio.run(Deliverer(store, s, adapter_factory=lambda a: None).run_once())

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK = r"""
 import sys
 from pathlib import Path
-import bot, bot.reply as reply, bot.tracker_entry as te, bot.web as web
+import bot, bot.reply.compose as reply, bot.tracker.entry as te, bot.web.app as web
 prefix = Path(sys.argv[1]).resolve()
 assert Path(bot.__file__).resolve().is_relative_to(prefix), bot.__file__
 assert te.TEMPLATES.resolve().is_relative_to(prefix), te.TEMPLATES
@@ -55,7 +55,7 @@ def test_wheel_install_finds_its_templates(tmp_path):
                 target = site / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(zf.read(name))
-    assert (site / "bot" / "tracker_entry.py").is_file()
+    assert (site / "bot" / "tracker" / "entry.py").is_file()
     # run from elsewhere, the installed copy first on the path (the checkout is not importable)
     env = dict(os.environ, PYTHONPATH=str(site))
     out = subprocess.run([sys.executable, "-c", CHECK, str(prefix)], cwd=tmp_path, env=env,
@@ -87,3 +87,52 @@ def test_make_demo_keeps_its_own_state(tmp_path):
     lines = [ln for ln in dry.stdout.splitlines() if "bin/regtriage" in ln]
     assert lines and all(f'REGTRIAGE_HOME="{ROOT}/.demo"' in ln and f'--db "sqlite:///{ROOT}/.demo/' in ln
                          for ln in lines), dry.stdout
+
+
+def _requirement_names(section: str, key: str) -> set[str]:
+    import configparser
+    import re
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    out = set()
+    for line in cfg[section][key].splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            assert not re.search(r"[=<>~!]", line), f"setup.cfg pins {line!r}: versions belong in constraints.txt"
+            out.add(re.split(r"[\[;\s]", line)[0].lower().replace("_", "-"))
+    return out
+
+
+def test_declared_dependencies_match_the_imports_and_are_pinned_once():
+    """Every third-party package the shipped code imports is declared in setup.cfg (names only)
+    and pinned in constraints.txt; nothing declared goes unpinned."""
+    import ast
+    import sys
+    from importlib.metadata import packages_distributions
+
+    declared = _requirement_names("options", "install_requires")
+    test_extra = _requirement_names("options.extras_require", "test")
+    pinned = {line.split("==")[0].strip().lower().replace("_", "-")
+              for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line}
+    assert declared | test_extra <= pinned, f"not pinned in constraints.txt: {sorted((declared | test_extra) - pinned)}"
+    dists = packages_distributions()
+    own = {"bot", "extractors", "storage", "tests", "bench", "__future__"}
+    for area, allowed in ((("bot", "extractors", "storage"), declared), (("tests",), declared | test_extra)):
+        for d in area:
+            for f in (ROOT / d).rglob("*.py"):
+                for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+                    if isinstance(node, ast.Import):
+                        names = [a.name for a in node.names]
+                    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                        names = [node.module]
+                    else:
+                        continue
+                    for name in names:
+                        top = name.split(".")[0]
+                        if top in sys.stdlib_module_names or top in own:
+                            continue
+                        if top not in dists and any(ROOT.glob(f"bench/**/{top}.py")):
+                            continue  # a bench script a test loads by path
+                        dist = {x.lower().replace("_", "-") for x in dists.get(top, [top])}
+                        assert dist & allowed, f"{f.relative_to(ROOT)} imports {top} ({sorted(dist)}), not declared"

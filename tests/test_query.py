@@ -1,11 +1,11 @@
-"""The query language (bot.query): natural language and filters parsed into a typed Filter
+"""The query language (bot.tracker.query): natural language and filters parsed into a typed Filter
 (pure), and run with SQLAlchemy Core on SQLite and PostgreSQL (bound parameters only)."""
 
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from bot.query import CLOSED, OPEN, QueryError, parse_query
+from bot.tracker.query import CLOSED, OPEN, QueryError, parse_query
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -82,7 +82,7 @@ def _insert(store, **kw):
                 numbers=[], evidence={}, overrides={}, ignore_activity=False, created_at=NOW - timedelta(days=5),
                 updated_at=NOW)
     base.update(kw)
-    from bot.tracker import search_text
+    from bot.tracker.fields import search_text
 
     base["search_text"] = search_text(base["title"], base.get("culprit_subject"), base.get("metric"))
     with store.engine.begin() as conn:
@@ -91,7 +91,7 @@ def _insert(store, **kw):
 
 @pytest.fixture
 def records(store):
-    from bot.tracker import version_key
+    from bot.tracker.fields import version_key
 
     ids = {}
     ids["mm_perf"] = _insert(store, title="page fault throughput drop (zonelist)", kind="performance",
@@ -118,7 +118,7 @@ def records(store):
 
 
 def run(store, text, **kw):
-    from bot.query import run_query
+    from bot.tracker.query import run_query
 
     rows, total = run_query(store, q(text), **kw)
     assert total >= len(rows)
@@ -182,7 +182,7 @@ def test_hostile_query_text_is_data(store, records):
 
 
 def test_limit_and_total(store, records):
-    from bot.query import run_query
+    from bot.tracker.query import run_query
 
     rows, total = run_query(store, q("status:all"), limit=3)
     assert len(rows) == 3 and total == len(records)
@@ -193,8 +193,8 @@ def test_query_cli_json_entries(store, records, db_url, home):
 
     from click.testing import CliRunner
 
-    from bot.cli import main
-    from bot.tracker_cli import register
+    from bot.cli.main import main
+    from bot.cli.tracker import register
 
     register(main)
     runner = CliRunner()
@@ -211,7 +211,7 @@ def test_query_cli_json_entries(store, records, db_url, home):
 
 
 def test_user_values_are_bound_parameters_never_sql_text():
-    from bot.query import build_select
+    from bot.tracker.query import build_select
 
     f = q("text:\"'; DROP TABLE regressions; --\" subsystem:mm/ culprit:54a6eb5c since:v6.8")
     sql = str(build_select(f))
@@ -222,7 +222,7 @@ def test_user_values_are_bound_parameters_never_sql_text():
 
 
 def test_core_kernel_areas_by_short_name():
-    from bot.query import parse_query
+    from bot.tracker.query import parse_query
 
     for q in ("open regressions in kernel/sched", "open regressions in sched", "subsystem:kernel/sched",
               "open regressions in the scheduler"):
@@ -230,7 +230,7 @@ def test_core_kernel_areas_by_short_name():
 
 
 def test_subsystem_canonical_without_loading_the_extractors():
-    from bot.query import _canonical
+    from bot.tracker.query import _canonical
     from extractors.subsystems import canonical
 
     for value in ("mm/", "mm", " fs/xfs/ ", "kernel/sched", "kernel/sched/", "kernel", "kernel/", "/", "drivers/kernelx",
@@ -241,7 +241,7 @@ def test_subsystem_canonical_without_loading_the_extractors():
 def test_page_and_total_in_one_statement_and_past_the_end(store, records):
     from sqlalchemy import event
 
-    from bot.query import run_query
+    from bot.tracker.query import run_query
 
     seen = []
 

@@ -1,8 +1,9 @@
-"""#regzbot command parsing (bot.regzbot): syntax and meaning as in regzbot's reference docs."""
+"""#regzbot command parsing (bot.tracker.regzbot): syntax and meaning as in regzbot's reference docs."""
 
 import pytest
 
-from bot.regzbot import msgid_from_ref, parse_commands, parse_fix, parse_introduced
+from bot.msgid import MessageId
+from bot.tracker.regzbot import parse_commands, parse_fix, parse_introduced
 
 
 def names(body):
@@ -117,4 +118,11 @@ def test_aliases_map_to_canonical_names():
     ("not a link", None),
 ])
 def test_msgid_from_ref(ref, msgid):
-    assert msgid_from_ref(ref) == msgid
+    assert MessageId.from_ref(ref) == msgid
+
+
+def test_every_command_the_parser_knows_has_one_handler():
+    from bot.tracker import commands, regzbot
+
+    assert set(commands.COMMANDS) == set(regzbot.COMMANDS)
+    assert all(callable(handler) for handler, _ in commands.COMMANDS.values())

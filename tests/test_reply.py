@@ -26,10 +26,10 @@ pytest.importorskip("aiosmtpd")
 from aiosmtpd.controller import Controller  # noqa: E402
 from aiosmtpd.smtp import AuthResult, LoginPassword  # noqa: E402
 
-from bot.cli import main  # noqa: E402
+from bot.cli.main import main  # noqa: E402
 
-if "reply" not in main.commands:  # until bot/cli.py wires it in
-    from bot.reply_cli import register
+if "reply" not in main.commands:  # until bot/cli/main.py wires it in
+    from bot.cli.reply import register
 
     register(main)
 
@@ -80,9 +80,9 @@ Since v6.10 fio randread IOPS dropped by 12% on an NVMe drive. v6.9 is fine.
 
 def build(store, *raws):
     """Ingest, triage and track: the records the bot replies about."""
-    from bot.ingest import Ingester
-    from bot.tracker import update_tracker
-    from bot.triage import triage_pending
+    from bot.sources.ingest import Ingester
+    from bot.tracker.records import update_tracker
+    from bot.triage.runner import triage_pending
 
     ing = Ingester(store, workers=1)
     for raw in raws:
@@ -102,9 +102,9 @@ def rid_of(store, msgid):
 
 
 def reply_rows(store, rid=None):
-    from bot.reply import list_replies
+    from storage.replies import list_replies
 
-    return list(reversed(list_replies(store, rid, 1000)))
+    return [r.as_dict() for r in reversed(list_replies(store, rid, 1000))]
 
 
 def db_text(store) -> str:
@@ -231,7 +231,7 @@ def addrs(msg, name):
 # -- end to end ----------------------------------------------------------------------------------------
 def test_default_reply_goes_to_the_author_and_the_lists_only(store, tmp_path):
     from bot.config import load
-    from bot.reply import run_reply
+    from bot.reply.run import run_reply
 
     build(store, A1, A2)
     rid = rid_of(store, "reg-a1@example.org")
@@ -516,7 +516,7 @@ def test_dry_run_outbox_and_stdout(store, cli, tmp_path, home):
 def test_stdout_dry_run_needs_no_mail_from(store, cli, tmp_path, home):
     """`reply ID --stdout` prints the reply with a placeholder sender, and says so, when
     [mail] from is not set; drafting and sending still refuse without it."""
-    from bot.reply import PLACEHOLDER_FROM
+    from bot.reply.settings import PLACEHOLDER_FROM
 
     build(store, A1, A2)
     rid = rid_of(store, "reg-a1@example.org")
@@ -538,7 +538,7 @@ def test_stdout_dry_run_needs_no_mail_from(store, cli, tmp_path, home):
 # -- compose: the pure function ---------------------------------------------------------------------
 def _settings(**mail):
     from bot.config import Config
-    from bot.reply import MailSettings
+    from bot.reply.settings import MailSettings
 
     data = {"mail": {"from": BOT, "allowed_lists": ["linux-mm@kvack.org"], **mail},
             "web": {"base_url": "https://regtriage.example.org/"}}
@@ -557,7 +557,8 @@ def _entry(**kw):
 
 
 def test_compose_subject_references_and_injection():
-    from bot.reply import Answered, compose, message_bytes, reply_subject
+    from bot.reply.answered import Answered
+    from bot.reply.compose import compose, message_bytes, reply_subject
 
     assert reply_subject("Re: Re: RE: foo") == "Re: foo"
     assert reply_subject("Aw: Re[2]: foo") == "Re: foo"
@@ -591,7 +592,8 @@ def test_compose_subject_references_and_injection():
 
 
 def test_compose_wrapping_title_and_event_key():
-    from bot.reply import Answered, compose, event_of
+    from bot.reply.answered import Answered
+    from bot.reply.compose import compose, event_of
 
     e = _entry(title="A much clearer title", culprit={"commit": CULPRIT, "subject": "x " * 60, "url": ""},
                numbers=[{"label": "throughput " * 12, "value": 1, "unit": None, "stdev": None, "n": None}])
@@ -634,7 +636,9 @@ def test_non_ascii_body_8bitmime(store, cli, tmp_path, smtpd):
 
 
 def test_qp_when_a_line_is_too_long_for_smtp():
-    from bot.reply import Answered, _qp_copy, compose, message_bytes
+    from bot.reply.answered import Answered
+    from bot.reply.compose import compose, message_bytes
+    from bot.reply.send import _qp_copy
 
     long_mid = "x" * 990 + "@example.org"
     e = _entry(title="Größe", related=[{"relation": "link", "message_id": None, "url": "https://example.org/" + "y" * 1100,
@@ -654,7 +658,7 @@ def test_qp_when_a_line_is_too_long_for_smtp():
 
 
 def test_plaintext_auth_refused_before_connecting():
-    from bot.reply import SendError, send_message
+    from bot.reply.send import SendError, send_message
 
     s = _settings(smtp_host="mail.example.org", starttls=False, user="bot")
     with pytest.raises(SendError, match="without TLS") as exc:
@@ -704,9 +708,9 @@ def test_migration_creates_replies_table(store):
 
 def test_own_reply_read_back_changes_nothing(store, cli, tmp_path, home):
     """The bot's reply, once it comes back from the list, is neither a claim nor a command."""
-    from bot.ingest import Ingester
-    from bot.tracker import get_record, update_tracker
-    from bot.triage import triage_pending
+    from bot.sources.ingest import Ingester
+    from bot.tracker.records import get_record, update_tracker
+    from bot.triage.runner import triage_pending
 
     build(store, A1, A2)
     rid = rid_of(store, "reg-a1@example.org")

@@ -29,10 +29,10 @@ VERDICTS = ("confirmed", "improved", "not-reproduced", "inconclusive")
 
 @pytest.fixture
 def lab_cli(cli):
-    from bot.cli import main
+    from bot.cli.main import main
 
     if "rerun" not in main.commands:
-        from bot.lab.lab_cli import register
+        from bot.cli.lab import register
 
         register(main)
     return cli

@@ -14,9 +14,9 @@ from sqlalchemy import insert, select
 
 import storage.lab_schema as ls
 from bot.lab.backends import DONE, FAILED, RUNNING, Backend, LabError, RunSpec, Samples, Status
-from bot.lab.inventory import register_backend, unregister_backend
+from bot.lab.backends import register_backend, unregister_backend
 from bot.lab.scheduler import Scheduler, busy_machines, cancel_job, get_job, list_jobs, schedule_rerun
-from bot.tracker import get_record
+from bot.tracker.records import get_record
 from tests.test_lab_matching import make_record
 
 
@@ -145,7 +145,7 @@ def history_notes(store, rid, field="status"):
 # ---------------------------------------------------------------------------------- tests
 def test_verdict_on_the_record_and_in_the_entry(store):
     from bot.lab.reruns import reruns_for
-    from bot.tracker_entry import entry
+    from bot.tracker.entry import entry
 
     c = lab_config()
     rid = record(store, change_percent=-20.0)
@@ -366,7 +366,7 @@ def test_inconclusive_result_is_extended_up_to_the_cap(store):
     assert "the maximum" in job["result"]["reasons"][0]
     assert len(LAB.submits) == 2  # the cap (6 runs) stops it
     # inconclusive keeps the record open
-    from bot.query import parse_query, run_query
+    from bot.tracker.query import parse_query, run_query
 
     assert get_record(store, rid)["status"] == "inconclusive"
     assert rid in {r["id"] for r in run_query(store, parse_query("open regressions"))[0]}
@@ -591,7 +591,9 @@ filesystems = ["ext4"]
     assert m["match"]["best"] == "m1" and m["plan_declined"] == []
     out = cli("lab", "match", str(r1)).output
     assert "m1: score 0, eligible" in out and "report names no CPU vendor" in out
-    assert cli("lab", "match", str(r1)).exit_code == 0
+    # the report names no hardware: m1 is only a stand-in, so `lab match` says so and exits 1
+    assert "no machine matches: the report names no hardware; best stand-in: m1" in " ".join(out.split())
+    assert cli("lab", "match", str(r1)).exit_code == 1 and m["match"]["stand_in"] is True
     plan = cli("lab", "plan", str(r1))
     assert "dd-seqwrite" in plan.output and plan.exit_code == 0
     declined = cli("lab", "plan", str(r3))
@@ -624,21 +626,26 @@ filesystems = ["ext4"]
 def test_auto_schedule_policy(store):
     from bot.lab.scheduler import auto_schedule
 
-    rid = record(store, kind="performance")
+    hw = {"cpu": None, "arch": "x86_64", "memory": "8G", "storage": None}  # names some hardware
+    rid = record(store, kind="performance", hardware=hw)
     assert auto_schedule(store, lab_config(), rid) is None  # off unless [lab] auto_rerun = true
     c = lab_config(auto_rerun=True)
+    # a report that names no hardware matches no machine: never rerun on its own (noted why)
+    bare = record(store, kind="performance")
+    assert auto_schedule(store, c, bare) is None and list_jobs(store, regression_id=bare) == []
+    assert "the report names no hardware" in history_notes(store, bare, "rerun")[-1][1]
     job = auto_schedule(store, c, rid)
     assert job["state"] == "queued"
     assert auto_schedule(store, c, rid) is None  # once per record
     cancel_job(store, c, job["id"])
     assert auto_schedule(store, c, rid) is None
-    assert auto_schedule(store, lab_config((), auto_rerun=True), record(store, kind="performance")) is None  # no machines
+    assert auto_schedule(store, lab_config((), auto_rerun=True), record(store, kind="performance", hardware=hw)) is None  # no machines
     # the policy: performance claims only (unless auto_rerun_kinds says more), with a culprit or a range
-    assert auto_schedule(store, c, record(store, kind="functional")) is None
+    assert auto_schedule(store, c, record(store, kind="functional", hardware=hw)) is None
     assert auto_schedule(store, lab_config(auto_rerun=True, auto_rerun_kinds=["functional"]),
-                         record(store, kind="functional"))["state"] == "queued"
-    assert auto_schedule(store, c, record(store, kind="performance", good=None, bad=None)) is None
-    assert auto_schedule(store, c, record(store, kind="performance", good=None, bad=None,
+                         record(store, kind="functional", hardware=hw))["state"] == "queued"
+    assert auto_schedule(store, c, record(store, kind="performance", good=None, bad=None, hardware=hw)) is None
+    assert auto_schedule(store, c, record(store, kind="performance", good=None, bad=None, hardware=hw,
                                           culprit_commit="54a6eb5c4765"))["state"] != "queued"  # no tree: declined
 
 
@@ -673,10 +680,10 @@ tags = ["perf", "numa", "big"]
 
 
 def _lab_cli(cli, tmp_path, toml=LONG_LAB):
-    from bot.cli import main
+    from bot.cli.main import main
 
     if "rerun" not in main.commands:
-        from bot.lab.lab_cli import register
+        from bot.cli.lab import register
 
         register(main)
     (tmp_path / "regtriage.toml").write_text(toml)

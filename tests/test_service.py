@@ -63,7 +63,7 @@ def start_run(tmp_path: Path, db: str, port_file: Path | None = None) -> subproc
     env = dict(os.environ, REGTRIAGE_HOME=str(tmp_path / "home"), REGTRIAGE_DB=db,
                REGTRIAGE_SMTP_PASSWORD="never-log-this-secret")
     log = open(tmp_path / "run.log", "ab")
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "--config", str(tmp_path / "regtriage.toml"),
+    return subprocess.Popen([sys.executable, "-m", "bot.cli.main", "--config", str(tmp_path / "regtriage.toml"),
                              "run", "--port", "0", "--log-json"],
                             env=env, stdout=log, stderr=log, cwd=str(tmp_path))
 
@@ -84,7 +84,7 @@ def served_url(tmp_path: Path, after: int = 0) -> str:
 
 def cli_json(tmp_path: Path, db: str, *args) -> object:
     env = dict(os.environ, REGTRIAGE_HOME=str(tmp_path / "home"), REGTRIAGE_DB=db)
-    out = subprocess.run([sys.executable, "-m", "bot.cli", *args, "--json"], env=env, capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "bot.cli.main", *args, "--json"], env=env, capture_output=True,
                          text=True, check=True, cwd=str(tmp_path))
     return json.loads(out.stdout)
 
@@ -94,7 +94,7 @@ def test_run_polls_triages_serves_and_stops_cleanly(pi, tmp_path):
     (tmp_path / "regtriage.toml").write_text('[service]\npoll_interval = 1\ntick = 0.3\n'
                                              '[lore]\ntimeout = 5\n')
     env = dict(os.environ, REGTRIAGE_HOME=str(tmp_path / "home"), REGTRIAGE_DB=db)
-    subprocess.run([sys.executable, "-m", "bot.cli", "subscribe", pi.base], env=env, check=True,
+    subprocess.run([sys.executable, "-m", "bot.cli.main", "subscribe", pi.base], env=env, check=True,
                    cwd=str(tmp_path), capture_output=True)
     proc = start_run(tmp_path, db)
     try:
@@ -161,7 +161,7 @@ def test_leases_one_winner_expiry_and_release(store):
 
 
 def test_events_from_history_once(store):
-    from bot.events import consume_events, event_for
+    from bot.tracker.events import consume_events, event_for
     from storage.tracker_schema import regression_history, regressions
     from storage.store import utcnow
 
@@ -236,7 +236,7 @@ def test_run_announces_a_new_report_in_irc_once(pi, tmp_path, ircd):
     db = f"sqlite:///{tmp_path / 'rt.sqlite3'}"
     (tmp_path / "regtriage.toml").write_text(NOTIFY_CONFIG.format(port=ircd.port))
     env = dict(os.environ, REGTRIAGE_HOME=str(tmp_path / "home"), REGTRIAGE_DB=db)
-    subprocess.run([sys.executable, "-m", "bot.cli", "subscribe", pi.base], env=env, check=True,
+    subprocess.run([sys.executable, "-m", "bot.cli.main", "subscribe", pi.base], env=env, check=True,
                    cwd=str(tmp_path), capture_output=True)
     maint = IrcUser(ircd.port, "maint")
     maint.join("#fs-regressions", "#mm-regressions")

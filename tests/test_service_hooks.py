@@ -1,4 +1,4 @@
-"""The service's optional parts (bot/service_hooks.py), driven through Service.pipeline_step on
+"""The service's optional parts (bot/service/hooks.py), driven through Service.pipeline_step on
 SQLite and the real PostgreSQL: the lab scheduler reruns recent reports by policy, chat rerun
 commands reach the lab, replies are drafted on the statuses configured, and mail that is
 being backfilled (old) is tracked but never announced nor rerun."""
@@ -12,12 +12,13 @@ from email.utils import format_datetime
 import pytest
 
 from bot.config import Config
-from bot.events import Event
-from bot.ingest import Ingester
+from bot.tracker.events import Event
+from bot.sources.ingest import Ingester
 from bot.lab.scheduler import list_jobs
-from bot.service import Service
-from bot.service_hooks import LabActions, install_hooks, is_backfill, reply_policy
-from bot.tracker import get_record, set_status
+from bot.service.run import Service
+from bot.service.hooks import LabActions, install_hooks, reply_policy
+from bot.tracker.events import is_backfill
+from bot.tracker.records import get_record, set_status
 from tests.test_scheduler import fake_lab, lab_config, record  # noqa: F401 - the fake backend fixture
 
 

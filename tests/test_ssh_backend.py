@@ -1,5 +1,5 @@
 """The ssh lab backend against a real OpenSSH server on 127.0.0.1 (Debian ``openssh-server``),
-plus unit tests of the output parsers on outputs captured on Debian 12 (tests/data/lab/).
+(the recipes' output parsers are tested per recipe: tests/test_recipe_*.py).
 
 Kernel switching is simulated (TEST SHIM): the test host's PATH (sshd ``SetEnv``) starts with a
 directory holding a ``uname`` script that prints the content of a "running release" file for
@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.lab import parsers
 from bot.lab.backends import DONE, FAILED, LabError, RunSpec, get_backend
 from bot.lab.builds import BuildSpec
 from bot.lab.recipes import make_recipe
@@ -28,59 +27,6 @@ DATA = Path(__file__).parent / "data" / "lab"
 SSHD = "/usr/sbin/sshd"
 GOOD_PKG, BAD_PKG = "linux-image-6.1.0-40-amd64", "linux-image-6.1.0-41-amd64"
 GOOD_REL, BAD_REL = "6.1.0-40-amd64", "6.1.0-41-amd64"
-
-
-# ============================================================================ parsers (pure)
-def test_parse_dd_captured_outputs():
-    r = parsers.parse_dd((DATA / "dd-seqwrite-fsync.stderr").read_text())
-    assert r["bytes"] == 67108864 and r["seconds"] == pytest.approx(0.0352342)
-    assert r["bytes_per_sec"] == pytest.approx(67108864 / 0.0352342)
-    assert r["records_out"] == (64, 0)
-    tiny = parsers.parse_dd((DATA / "dd-tiny.stderr").read_text())  # "512 bytes copied, 6.9744e-05 s"
-    assert tiny["bytes"] == 512 and tiny["seconds"] == pytest.approx(6.9744e-05)
-    for name in ("dd-seqread.stderr", "dd-seqwrite-small.stderr", "dd-direct.stderr"):
-        assert parsers.parse_dd((DATA / name).read_text())["bytes_per_sec"] > 0
-    with pytest.raises(parsers.ParseError, match="no dd summary"):
-        parsers.parse_dd((DATA / "dd-error.stderr").read_text())
-    with pytest.raises(parsers.ParseError, match="zero"):
-        parsers.parse_dd("1+0 records in\n1+0 records out\n512 bytes copied, 0 s, ? B/s\n".replace("?", "1"))
-    assert parsers.metric_value("dd.write_MBps", "", (DATA / "dd-seqwrite-fsync.stderr").read_text()) == \
-        pytest.approx(67108864 / 0.0352342 / 1e6)
-
-
-def test_parse_fio_captured_outputs():
-    w = parsers.parse_fio_json((DATA / "fio-write.json").read_text())
-    assert w["write"]["bw_bytes"] == 7456540444 and w["read"]["iops"] == 0
-    rr = parsers.parse_fio_json("fio: some note before the json\n" + (DATA / "fio-randread-2jobs.json").read_text())
-    assert rr["read"]["iops"] == pytest.approx(1024000.0) and rr["jobs"] == 1  # --group_reporting
-    rw = (DATA / "fio-randrw.json").read_text()
-    assert parsers.metric_value("fio.read_iops", rw, "") == pytest.approx(11218.281718)
-    assert parsers.metric_value("fio.write_bw_MBps", rw, "") == pytest.approx(45737302 / 1e6)
-    with pytest.raises(parsers.ParseError):
-        parsers.parse_fio_json("fio: failed to open file\n")
-    with pytest.raises(parsers.ParseError, match="error"):
-        parsers.parse_fio_json(rw.replace('"error" : 0', '"error" : 5', 1))
-
-
-def test_parse_sysbench_and_perf_captured_outputs():
-    s = parsers.parse_sysbench_fileio((DATA / "sysbench-fileio-rndrw.stdout").read_text())
-    assert s["reads_per_sec"] == pytest.approx(51301.98) and s["writes_per_sec"] == pytest.approx(34201.32)
-    assert s["fsyncs_per_sec"] == pytest.approx(3421.13) and s["written_MiBps"] == pytest.approx(534.40)
-    assert s["ops_per_sec"] == pytest.approx(51301.98 + 34201.32)
-    assert parsers.metric_value("sysbench-fileio.writes_per_sec",
-                                (DATA / "sysbench-fileio-seqwr.stdout").read_text(), "") == pytest.approx(83888.05)
-    assert parsers.metric_value("sysbench-fileio.reads_per_sec",
-                                (DATA / "sysbench-fileio-rndrd.stdout").read_text(), "") == pytest.approx(843551.69)
-    with pytest.raises(parsers.ParseError):
-        parsers.parse_sysbench_fileio("FATAL: Cannot open file 'test_file.0' errno = 2\n")
-    p = parsers.parse_perf_bench_syscall((DATA / "perf-bench-syscall-basic.stdout").read_text())
-    assert p == {"calls": 200000, "syscall": "getppid", "total_time_s": 0.025, "usecs_per_op": 0.12911,
-                 "ops_per_sec": 7745333.0}
-    assert parsers.parse_perf_bench_syscall("  7,745,333 ops/sec\n")["ops_per_sec"] == 7745333.0
-    with pytest.raises(parsers.ParseError):
-        parsers.parse_perf_bench_syscall("perf: 'bench' is not a perf-command\n")
-    with pytest.raises(parsers.ParseError, match="no parser"):
-        parsers.metric_value("aim7.jobs-per-min", "", "")
 
 
 # =========================================================================== config (pure)

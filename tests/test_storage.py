@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from bot.mail import parse_message
+from bot.sources.mail import parse_message
 
 
 def eml(mid, subject="s", refs=(), irt=None, date="Mon, 01 Jan 2024 10:00:00 +0000", body="text\n"):
@@ -83,8 +83,8 @@ def test_cli_query_on_a_current_schema_loads_neither_alembic_nor_the_extractors(
     env.pop("REGTRIAGE_CONFIG", None)
     probe = ("import atexit, sys\n"
              "atexit.register(lambda: print('LOADED', sorted(m for m in ('alembic', 'spacy', 'extractors', "
-             "'jinja2', 'bot.tracker') if m in sys.modules), file=sys.stderr))\n"
-             "from bot.cli import main\n"
+             "'jinja2', 'bot.tracker.records') if m in sys.modules), file=sys.stderr))\n"
+             "from bot.cli.main import main\n"
              "main(['query', 'open regressions in mm/'])\n")
     runs = [subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True,
                            timeout=120) for _ in range(2)]

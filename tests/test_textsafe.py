@@ -82,7 +82,7 @@ def test_web_neutralises_bidi_in_pages_api_and_feed(store):
     from starlette.testclient import TestClient
 
     from bot.config import Config
-    from bot.web import create_app
+    from bot.web.app import create_app
     from tests.test_lab_matching import make_record
 
     title = f"xfs: slow {RLO}gnp.exe\u2066 since v6.8"

@@ -1,4 +1,4 @@
-"""The regression tracker (bot.tracker): records from thread claims and #regzbot commands, the
+"""The regression tracker (bot.tracker.records): records from thread claims and #regzbot commands, the
 status lifecycle, de-duplication, related messages, history, fixes from kernel trees, the
 tracker entry and its templates, and the CLI -- on SQLite and PostgreSQL, through the real
 ingest -> triage -> track pipeline."""
@@ -14,8 +14,9 @@ from sqlalchemy import func, select
 
 import storage.tracker_schema as ts
 from bot.config import Config
-from bot.tracker import OPEN, get_record, set_status
-from bot.tracker import update_tracker as _update_tracker
+from bot.tracker.fields import OPEN
+from bot.tracker.records import get_record, set_status
+from bot.tracker.records import update_tracker as _update_tracker
 
 TRUST_ALL = {"trust": {"trusted_senders": ["*"]}}
 
@@ -72,8 +73,8 @@ Thanks for the report, let me add it to the tracking.
 
 
 def ingest(store, *raws):
-    from bot.ingest import Ingester
-    from bot.triage import triage_pending
+    from bot.sources.ingest import Ingester
+    from bot.triage.runner import triage_pending
 
     ing = Ingester(store, workers=1)
     for raw in raws:
@@ -139,7 +140,7 @@ def test_no_record_for_threads_without_regression(store):
 
 
 def test_different_culprits_are_not_duplicates(store):
-    from bot.triage import merge_thread
+    from bot.triage.runner import merge_thread
 
     ingest(store, mail("x1@example.org", "thing one", "hello\n", "Mon, 04 Mar 2024 09:00:00 +0000"),
            mail("y1@example.org", "thing two", "hello\n", "Mon, 04 Mar 2024 09:00:00 +0000"))
@@ -165,7 +166,7 @@ def write_claim(store, mid, **fields):
 
 # -- regzbot commands --------------------------------------------------------------------------------
 def test_regzbot_introduced_caret_and_title_override_the_extractor(store):
-    from bot.triage import merge_thread
+    from bot.triage.runner import merge_thread
 
     ingest(store, C1, C2)
     update_tracker(store)
@@ -316,7 +317,7 @@ def test_backlinks_monitor_and_duplicate_cue(store):
 
 # -- lifecycle ------------------------------------------------------------------------------------------
 def test_lifecycle_and_open_semantics(store):
-    from bot.query import parse_query, run_query
+    from bot.tracker.query import parse_query, run_query
 
     ingest(store, C1, C2)
     update_tracker(store)
@@ -367,7 +368,7 @@ def test_fixes_found_in_kernel_trees(store, tmp_path):
     import git
 
     from bot.config import Config
-    from bot.kernel_tree import KernelTrees
+    from bot.tracker.kernel_tree import KernelTrees
 
     mainline = git.Repo.init(tmp_path / "linux")
     _commit(mainline, {"mm/page_alloc.c": "int a;\n"}, "initial")
@@ -405,7 +406,7 @@ def test_fixes_found_in_kernel_trees(store, tmp_path):
     # the -next fix is merged into mainline: fixed
     mainline.git.pull(str(tmp_path / "linux-next"), "HEAD", "--no-rebase", "--no-edit")
     with KernelTrees.from_config(repos) as trees:
-        from bot.tracker import check_fixes
+        from bot.tracker.records import check_fixes
 
         out = check_fixes(store, trees)
     assert out["fixed"] == 1
@@ -416,7 +417,7 @@ def test_fixes_found_in_kernel_trees(store, tmp_path):
 
 # -- tracker entry, templates, CLI ---------------------------------------------------------------------
 def test_tracker_entry_json_and_templates(store):
-    from bot.tracker_entry import ENTRY_KEYS, entry, render
+    from bot.tracker.entry import ENTRY_KEYS, entry, render
 
     hostile = ("**bold** <script>alert(1)</script> [x](javascript:alert(1)) `code` # heading | table "
                + "averyveryveryverylongwordwithoutanyspaceswhatsoeverthatgoesonandonandon " * 2)
@@ -450,7 +451,7 @@ def test_tracker_entry_json_and_templates(store):
 
 
 def test_markdown_link_urls_cannot_break_out():
-    from bot.tracker_entry import _md_link, md_escape, safe_url
+    from bot.tracker.entry import _md_link, md_escape, safe_url
 
     assert safe_url("javascript:alert(1)") == ""
     link = _md_link("t", "https://lore.kernel.org/r/a)(b <c>@x/")
@@ -461,8 +462,8 @@ def test_markdown_link_urls_cannot_break_out():
 def test_track_cli_show_record_and_markdown(store, db_url, home):
     from click.testing import CliRunner
 
-    from bot.cli import Context, main
-    from bot.tracker_cli import register, show_record
+    from bot.cli.main import Context, main
+    from bot.cli.tracker import register, show_record
 
     register(main)
     ingest(store, A1, A2, C1, C2)
@@ -510,7 +511,7 @@ def test_track_cli_show_record_and_markdown(store, db_url, home):
 
 
 def test_six_digit_culprit_is_kept_but_dedupes_only_exactly():
-    from bot.tracker import culprits_match, fields_from_claim
+    from bot.tracker.fields import culprits_match, fields_from_claim
 
     assert fields_from_claim({"culprit": {"commit": "de1414", "subject": None}})["culprit_commit"] == "de1414"
     assert fields_from_claim({"culprit": {"commit": "de14", "subject": None}})["culprit_commit"] is None

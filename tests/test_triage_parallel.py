@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from bot import triage
+from bot.triage import runner as triage
 
 CORPUS = Path(__file__).resolve().parent.parent / "bench" / "corpus" / "train"
 

@@ -1,4 +1,4 @@
-"""The trust model (bot/trust.py, README "Trust model"): who may move the tracker by mail, who may
+"""The trust model (bot/tracker/trust.py, README "Trust model"): who may move the tracker by mail, who may
 start lab work, and which times are believed -- through the real ingest -> triage -> track
 pipeline and the lab scheduler (fake backend), on SQLite and PostgreSQL."""
 
@@ -13,14 +13,14 @@ from sqlalchemy import select
 
 import storage.tracker_schema as ts
 from bot.config import Config
-from bot.events import Event
-from bot.ingest import Ingester
+from bot.tracker.events import Event
+from bot.sources.ingest import Ingester
 from bot.lab.scheduler import (SchedulerError, auto_schedule, budget_used_minutes, list_jobs,
                                schedule_rerun)
-from bot.service_hooks import is_backfill
-from bot.tracker import get_record, set_status, update_tracker
-from bot.triage import triage_pending
-from bot.trust import TrustSettings, received_time
+from bot.tracker.events import is_backfill
+from bot.tracker.records import get_record, set_status, update_tracker
+from bot.triage.runner import triage_pending
+from bot.tracker.trust import TrustSettings, received_time
 from tests.test_scheduler import fake_lab, lab_config, record  # noqa: F401 - the fake backend fixture
 
 NOW = datetime.now(timezone.utc)

@@ -1,4 +1,4 @@
-"""The web dashboard (bot.web, bot.web_svg, ``regtriage serve``), driven as a person would:
+"""The web dashboard (bot.web.app, bot.web.svg, ``regtriage serve``), driven as a person would:
 the real uvicorn server on 127.0.0.1 over a database built through the real pipeline
 (ingest -> triage -> track), and the pages read in a real headless Chromium (Debian's
 ``chromium`` + ``chromium-driver``, through Selenium; no browser download).
@@ -100,9 +100,9 @@ def build_db(url: str) -> dict[str, int]:
     from sqlalchemy import select
 
     import storage.tracker_schema as ts
-    from bot.ingest import Ingester
-    from bot.tracker import set_status, update_tracker
-    from bot.triage import triage_pending
+    from bot.sources.ingest import Ingester
+    from bot.tracker.records import set_status, update_tracker
+    from bot.triage.runner import triage_pending
     from storage.store import Store
 
     store = Store(url)
@@ -139,7 +139,7 @@ class Server:
     def __init__(self, url: str, ids: dict[str, int]):
         import uvicorn
 
-        from bot.web import create_app
+        from bot.web.app import create_app
         from storage.store import Store
 
         from sqlalchemy import select
@@ -358,7 +358,7 @@ def test_list_filters_and_query_box_narrow_the_list(sqlite_server, browser):
 def test_regression_page_timeline_evidence_culprit_and_plot(sqlite_server, browser):
     from selenium.webdriver.common.by import By
 
-    from bot.tracker_entry import entry
+    from bot.tracker.entry import entry
     from storage.store import Store
 
     rid = sqlite_server.ids["perf"]
@@ -538,21 +538,21 @@ def test_openapi_health_static_and_headers(server):
 
 # -- the command -----------------------------------------------------------------------------------
 def _main():
-    from bot.cli import main
+    from bot.cli.main import main
 
     if "serve" not in main.commands:
-        from bot.web_cli import register
+        from bot.cli.web import register
 
         register(main)
     return main
 
 
 def test_help_does_not_import_the_web_stack():
-    code = ("import sys\nfrom bot.cli import main\nfrom bot.web_cli import register\n"
+    code = ("import sys\nfrom bot.cli.main import main\nfrom bot.cli.web import register\n"
             "'serve' in main.commands or register(main)\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "try:\n    main(['serve', '--help'])\nexcept SystemExit:\n    pass\n"
-            "bad = [m for m in ('starlette', 'uvicorn', 'bot.web', 'jinja2') if m in sys.modules]\n"
+            "bad = [m for m in ('starlette', 'uvicorn', 'bot.web.app', 'jinja2') if m in sys.modules]\n"
             "print('IMPORTED', bad)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -564,7 +564,7 @@ def test_serve_command_runs_the_server(tmp_path):
     url = f"sqlite:///{tmp_path / 'regtriage.sqlite3'}"
     ids = build_db(url)
     port = free_port()
-    code = ("import sys\nfrom bot.cli import main\nfrom bot.web_cli import register\n"
+    code = ("import sys\nfrom bot.cli.main import main\nfrom bot.cli.web import register\n"
             "'serve' in main.commands or register(main)\nmain(sys.argv[1:])\n")
     proc = subprocess.Popen([sys.executable, "-c", code, "--db", url, "serve", "--host", "127.0.0.1", "--port",
                              str(port), "--log-level", "warning"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -596,7 +596,7 @@ def test_serve_help_via_click():
 
 # -- the SVG on its own ----------------------------------------------------------------------------
 def test_samples_svg_points_order_numbers_and_escaping():
-    from bot.web_svg import samples_svg
+    from bot.web.svg import samples_svg
 
     svg = samples_svg(RERUN)
     root = ET.fromstring(svg)  # well-formed, standalone
@@ -634,7 +634,7 @@ def test_samples_svg_points_order_numbers_and_escaping():
 
 def test_json_is_strict_and_reruns_default_to_the_lab(store, monkeypatch):
     import bot.lab.reruns
-    from bot.web import json_bytes, reruns_for
+    from bot.web.app import json_bytes, reruns_for
 
     doc = {"p_value": float("nan"), "ci": [float("-inf"), 1.5], "title": "a\ud800b", "n": 3}
     assert json.loads(json_bytes(doc)) == {"p_value": None, "ci": [None, 1.5], "title": "a\ufffdb", "n": 3}

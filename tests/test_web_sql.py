@@ -72,7 +72,7 @@ class Counter:
 def app_client(store):
     from starlette.testclient import TestClient
 
-    from bot.web import create_app
+    from bot.web.app import create_app
 
     ids = fill(store)
     counter = Counter(store.engine)
@@ -109,8 +109,8 @@ def test_record_page_and_api_record(app_client):
 
 
 def test_batched_entries_equal_one_by_one(store):
-    """The batched read (bot.tracker_entry.entries) gives exactly what entry() gives per record."""
-    from bot.tracker_entry import entries, entry
+    """The batched read (bot.tracker.entry.entries) gives exactly what entry() gives per record."""
+    from bot.tracker.entry import entries, entry
 
     ids = fill(store, 12)
     order = ids[::-1] + [999999]

@@ -79,7 +79,7 @@ def start(store, config: Any, rid: int, *, good: str | None = None, bad: str | N
     from bot.lab.matching import match_record
     from bot.lab.plan import REF_RE, BuildMap, PlanError, make_plan
     from bot.lab.scheduler import busy_machines, machine_load, pinned_backend_config
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     rec = get_record(store, rid)
     if rec is None:
@@ -190,12 +190,9 @@ def cancel(store, config: Any, rid: int) -> db.Bisection:
 def _note(store, rid: int | None, new: str, note: str) -> None:
     if rid is None:
         return
-    from bot.tracker import _Run
+    from bot.tracker.records import add_note
 
-    with store.engine.begin() as conn:
-        run = _Run(conn)
-        if run.record(rid) is not None:
-            run.history(rid, "bisection", None, new, actor=ACTOR, message_id=None, source=SOURCE, note=note[:2000])
+    add_note(store, rid, "bisection", new, actor=ACTOR, note=note[:2000], source=SOURCE)
 
 
 # ---------------------------------------------------------------------------------- driving
@@ -473,11 +470,12 @@ def apply_result(store, b: db.Bisection | None, config: Any = None) -> None:
         return
     if not db.mark_record_updated(store, b.id):
         return
-    from bot.tracker import _Run
+    from bot.tracker.records import _Run
+    from storage.records import transaction
 
     r = b.result
-    with store.engine.begin() as conn:
-        run = _Run(conn)
+    with transaction(store) as tx:
+        run = _Run(tx)
         rec = run.record(b.regression_id)
         if rec is None:
             return

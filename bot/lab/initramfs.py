@@ -2,7 +2,9 @@
 
 The archive holds ``/bin/busybox`` (the host's static busybox, ``busybox-static`` on Debian),
 symlinks for the applets the guest uses, ``/dev/console`` (so init has a console before
-devtmpfs is mounted), empty mount points and ``/init``: a fixed prologue (mount proc, sysfs,
+devtmpfs is mounted), empty mount points, the host binaries the recipe names in
+``guest_tools`` (e.g. ``perf``, ``hackbench``) with the shared libraries and dynamic loader
+``ldd`` lists for them, each at its host path (:func:`tool_files`), and ``/init``: a fixed prologue (mount proc, sysfs,
 devtmpfs, a tmpfs scratch area), the recipe's workload script (rendered by
 :meth:`bot.lab.recipes.RecipeSpec.render_guest_script` from validated numbers only), and an
 epilogue that prints ``RESULT ok`` and powers the guest off.  If anything fails the guest prints
@@ -27,7 +29,10 @@ import gzip
 import hashlib
 import io
 import os
+import re
+import shutil
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -38,7 +43,7 @@ SCRATCH = "/scratch"  # the guest's scratch area: a tmpfs; the only place recipe
 
 INIT_TEMPLATE = """#!/bin/busybox sh
 # regtriage guest init (generated; numbers only, from a validated recipe)
-export PATH=/bin
+export PATH=/bin:/usr/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
@@ -120,14 +125,57 @@ def render_init(recipe, *, samples: int, warmup: int, scratch_mib: int) -> str:
     return head.replace("{workload}", workload)  # last: the workload text is not templated again
 
 
-def build_archive(init_script: str, busybox: str = DEFAULT_BUSYBOX) -> bytes:
+_LDD_RE = re.compile(r"^\s*(?:\S+ => )?(/[A-Za-z0-9._+/-]+) \(0x[0-9a-f]+\)$")
+
+
+def tool_files(tools: tuple[str, ...] | list[str]) -> list[str]:
+    """Absolute host paths to copy into the guest for ``tools`` (names on PATH): each binary and
+    every shared library and loader ``ldd`` resolves for it.  FileNotFoundError with the reason
+    when a tool is missing or a library cannot be resolved."""
+    out: list[str] = []
+    for tool in tools:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._+-]{0,63}", tool):
+            raise FileNotFoundError(f"bad guest tool name {tool!r}")
+        path = shutil.which(tool)
+        if path is None:
+            raise FileNotFoundError(f"{tool} is not installed on this host (needed inside the guest)")
+        out.append(os.path.abspath(path))
+        res = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30,
+                             env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+        if res.returncode != 0 and "not a dynamic executable" not in res.stdout + res.stderr:
+            raise FileNotFoundError(f"ldd {path} failed: {res.stderr.strip()[:200]}")
+        for line in res.stdout.splitlines():
+            if "not found" in line:
+                raise FileNotFoundError(f"{tool}: shared library missing on the host: {line.strip()[:200]}")
+            m = _LDD_RE.match(line)
+            if m:
+                out.append(m.group(1))
+    return list(dict.fromkeys(out))
+
+
+def _file_entries(paths: list[str]) -> list[tuple]:
+    """cpio entries for host files at their own paths (symlinks followed), parents first."""
+    dirs: dict[str, None] = {}
+    files: list[tuple] = []
+    for p in paths:
+        rel = p.lstrip("/")
+        parts = rel.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs["/".join(parts[:i])] = None
+        files.append((rel, "exe", Path(p).read_bytes()))
+    return [(d, "dir", None) for d in dirs] + files
+
+
+def build_archive(init_script: str, busybox: str = DEFAULT_BUSYBOX, tools: tuple[str, ...] = ()) -> bytes:
     bb = Path(busybox)
     data = bb.read_bytes()
-    entries: list[tuple] = [(d, "dir", None) for d in ("bin", "dev", "proc", "sys", "tmp", "scratch", "root")]
+    base_dirs = ("bin", "dev", "proc", "sys", "tmp", "scratch", "root")
+    entries: list[tuple] = [(d, "dir", None) for d in base_dirs]
     entries.append(("dev/console", "chardev", (5, 1)))
     entries.append(("dev/null", "chardev", (1, 3)))
     entries.append(("bin/busybox", "exe", data))
     entries += [(f"bin/{a}", "symlink", "busybox") for a in APPLETS]
+    entries += [e for e in _file_entries(tool_files(tools)) if not (e[1] == "dir" and e[0] in base_dirs)]
     entries.append(("init", "exe", init_script.encode()))
     raw = newc_archive(entries)
     return gzip.compress(raw, compresslevel=6, mtime=0)
@@ -151,14 +199,17 @@ def initramfs_for(recipe, *, samples: int, warmup: int, scratch_mib: int, cache_
     if problem:
         raise FileNotFoundError(problem)
     init = render_init(recipe, samples=samples, warmup=warmup, scratch_mib=scratch_mib)
-    st = os.stat(busybox)
-    key = hashlib.sha256(b"\0".join([init.encode(), os.path.realpath(busybox).encode(),
-                                     str(st.st_size).encode(), str(st.st_mtime_ns).encode()])).hexdigest()[:24]
+    tools = tuple(recipe.recipe.guest_tools)
+    parts = [init.encode()]
+    for f in [busybox] + tool_files(tools):
+        st = os.stat(f)
+        parts += [os.path.realpath(f).encode(), str(st.st_size).encode(), str(st.st_mtime_ns).encode()]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:24]
     cache = Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     out = cache / f"{recipe.name}-{key}.cpio.gz"
     if not out.is_file():
-        blob = build_archive(init, busybox)
+        blob = build_archive(init, busybox, tools)
         fd, tmp = tempfile.mkstemp(dir=cache, prefix=".initramfs-")
         with os.fdopen(fd, "wb") as fh:
             fh.write(blob)

@@ -14,7 +14,8 @@ Configuration (see deploy/lab-example.toml)::
                                         # [{type = "nvme", model = "Samsung PM9A3", size = "3.84T"}]
     filesystems = ["tmpfs"]             # filesystems the machine can test
     backend = "qemu"                    # the lab backend that runs jobs here
-    tags = ["emulated"]                 # free labels; "manual": used only when named (--machine)
+    tags = ["emulated"]                 # free labels; "manual": used only when named (--machine);
+                                        # "example": a machine that does not exist (must be disabled)
     scratch = "/scratch"                # scratch area for host backends (absolute, no "..")
     enabled = true
     [lab.machines.settings]             # the backend's settings for this machine; they
@@ -39,6 +40,7 @@ FS_NAMES = ("ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "bcachefs", "tmpfs",
             "nilfs2", "udf", "ceph", "9p", "virtiofs", "hugetlbfs", "ramfs")
 STORAGE_TYPES = ("nvme", "ssd", "hdd", "ram", "pmem", "mmc", "usb", "network", "virtual")
 MANUAL_TAG = "manual"
+EXAMPLE_TAG = "example"  # an illustration in a sample config: must be disabled (load_machines refuses it enabled)
 
 # arch spellings -> canonical (``x86`` is a family: either x86_64 or i386)
 _ARCH = {"x86_64": "x86_64", "x86-64": "x86_64", "amd64": "x86_64", "x64": "x86_64", "intel64": "x86_64",
@@ -380,6 +382,9 @@ def _machine(i: int, d: Any) -> Machine:
     enabled = d.get("enabled", True)
     if not isinstance(enabled, bool):
         raise InventoryError(f"{where}: enabled must be true or false")
+    if EXAMPLE_TAG in tags and enabled:
+        raise InventoryError(f"{where}: tagged {EXAMPLE_TAG!r} (a machine that does not exist) but enabled: "
+                             f"describe a real machine and drop the tag, or set enabled = false")
     return Machine(name=name, arch=arch, backend=backend, cpu=cpu, cores=cores, memory=memory,
                    storage=tuple(storage), filesystems=tuple(dict.fromkeys(f.lower() for f in fss)),
                    tags=tuple(dict.fromkeys(tags)), scratch=scratch, settings=dict(settings), enabled=enabled)
@@ -426,28 +431,9 @@ def get_machine(config: Any, name: str) -> Machine | None:
 
 
 # ---------------------------------------------------------------------------------- backends
-# name -> factory(lab_config) -> Backend; consulted before bot.lab.backends.get_backend, so
-# tests and plug-ins can provide a backend without touching the backend package.
-_BACKEND_FACTORIES: dict[str, Any] = {}
-
-
-def register_backend(name: str, factory) -> None:
-    """Make ``factory(lab_config) -> Backend`` the backend called ``name``."""
-    if not BACKEND_RE.match(name):
-        raise ValueError(f"bad backend name {name!r}")
-    _BACKEND_FACTORIES[name] = factory
-
-
-def unregister_backend(name: str) -> None:
-    _BACKEND_FACTORIES.pop(name, None)
-
-
 def make_backend(name: str, lab_config: dict | None = None):
     """The backend ``name`` configured from ``lab_config`` (a ``[lab]`` table, as
     :meth:`Machine.backend_config` returns).  Raises bot.lab.backends.LabError."""
-    factory = _BACKEND_FACTORIES.get(name)
-    if factory is not None:
-        return factory(dict(lab_config or {}))
     from bot.lab.backends import get_backend
 
     return get_backend(name, dict(lab_config or {}))

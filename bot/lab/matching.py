@@ -11,6 +11,12 @@ excludes it.  Hard requirements (excluded otherwise):
 * the score reaches ``[lab] min_score`` (default 0): a machine that differs from the report in
   more than it shares is a misfit, and a rerun never runs on a misfit.
 
+A report that names no hardware (no CPU, cores, memory, storage or filesystem; the arch alone
+only excludes) matches no machine: every machine scores 0 and is at best a *stand-in*
+(``MatchResult.stand_in``).  ``lab match`` then exits 1, the service never reruns such a report
+on its own, and a rerun a person asks for runs on the stand-in with that said in the job and in
+every verdict message.
+
 Score (the report's facts that are unknown count 0; 100 = everything matches):
 
 =========================  =========  ==============================================
@@ -54,9 +60,18 @@ class Requirements:
     storage_text: str | None = None
     filesystem: str | None = None
 
+    @property
+    def names_hardware(self) -> bool:
+        """Whether the report names anything a machine could match (CPU, cores, memory,
+        storage, filesystem).  The arch alone does not: it only excludes."""
+        cpu = self.cpu
+        return any(x is not None for x in (cpu.vendor, cpu.family, cpu.model, cpu.codename, self.cores,
+                                            self.memory, self.storage, self.storage_text, self.filesystem))
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["cpu"] = self.cpu.to_dict()
+        d["names_hardware"] = self.names_hardware
         return d
 
 
@@ -122,6 +137,11 @@ class MatchResult:
         e = self.eligible
         return e[0] if e else None
 
+    @property
+    def stand_in(self) -> bool:
+        """The best machine is only a stand-in: the report names no hardware to match."""
+        return self.best is not None and not self.requirements.names_hardware
+
     def why_none(self) -> str:
         """One line: why no machine fits (for the record's history)."""
         if not self.candidates:
@@ -131,7 +151,12 @@ class MatchResult:
     def to_dict(self) -> dict:
         return {"requirements": self.requirements.to_dict(), "min_score": self.min_score,
                 "candidates": [c.to_dict() for c in self.candidates],
-                "best": self.best.machine if self.best else None}
+                "best": self.best.machine if self.best else None,
+                "exact": self.best is not None and self.requirements.names_hardware, "stand_in": self.stand_in}
+
+
+NO_HARDWARE = ("the report names no hardware (CPU, cores, memory, storage, filesystem): no machine matches it, "
+               "any machine is only a stand-in")
 
 
 def _ratio_points(have: int, want: int, full: int, penalty: int) -> int:
@@ -178,6 +203,8 @@ def score_machine(req: Requirements, m: Machine, *, recipe=None, config: Any = N
             c.add("backend", 0, f"backend {m.backend} can run {recipe.name}")
         else:
             c.add("backend", None, f"backend {m.backend} cannot run {recipe.name}: {why}", excludes=True)
+    if not req.names_hardware:
+        c.add("hardware", 0, NO_HARDWARE)
     # -- CPU
     rc, mc = req.cpu, m.cpu
     if rc.vendor is None:

@@ -437,7 +437,7 @@ class RerunPlan:
 
 
 def make_plan(rec: dict[str, Any], config: Any, *, runs: int | None = None) -> RerunPlan:
-    """The plan for record ``rec`` (as :func:`bot.tracker.get_record` returns it).  Never raises
+    """The plan for record ``rec`` (as :func:`bot.tracker.records.get_record` returns it).  Never raises
     for what the record says: problems end up in ``plan.declined`` with the reason."""
     s = lab_settings(config)
     plan = RerunPlan(rec.get("id"), runs=s["runs"], warmup=s["warmup"], samples_per_batch=s["samples_per_batch"],

@@ -28,7 +28,10 @@ def _rerun(job: dict[str, Any]) -> dict[str, Any]:
     ci = result.get("ci")
     return {
         "id": job["id"],
+        "regression_id": job.get("regression_id"),
         "machine": job.get("machine"),
+        "backend": job.get("backend"),
+        "stand_in": bool((plan.get("match") or {}).get("stand_in")),  # the report named no hardware
         "recipe": recipe.get("name"),
         "metric": samples.get("metric") or recipe.get("metric"),
         "higher_is_better": samples.get("higher_is_better", recipe.get("higher_is_better")),
@@ -51,6 +54,8 @@ def _rerun(job: dict[str, Any]) -> dict[str, Any]:
         # the sequential design's view (bot.lab.stats.decide): None for results judged before it
         "cv_percent": result.get("cv_percent"),
         "emulated": result.get("emulated"),
+        "ci_level": result.get("ci_level"),
+        "claimed_change_percent": result.get("claimed_change_percent", plan.get("claimed_change_percent")),
         "look": result.get("look"),
         "looks": result.get("looks"),
         "median_good": result.get("median_good"),

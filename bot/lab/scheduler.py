@@ -181,12 +181,9 @@ def _record_note(store, rid: int | None, new: str, note: str) -> None:
     """A history row on the record (field ``rerun``) without changing its status."""
     if rid is None:
         return
-    from bot.tracker import _Run
+    from bot.tracker.records import add_note
 
-    with store.engine.begin() as conn:
-        run = _Run(conn)
-        if run.record(rid) is not None:
-            run.history(rid, "rerun", None, new, actor=ACTOR, message_id=None, source="user", note=note[:2000])
+    add_note(store, rid, "rerun", new, actor=ACTOR, note=note[:2000], source="lab")
 
 
 def _restore_status(store, job: dict, note: str) -> None:
@@ -195,7 +192,7 @@ def _restore_status(store, job: dict, note: str) -> None:
     rid = job.get("regression_id")
     if rid is None:
         return
-    from bot.tracker import get_record, set_status
+    from bot.tracker.records import get_record, set_status
 
     rec = get_record(store, rid)
     if rec is None:
@@ -225,7 +222,7 @@ def _apply_verdict(store, job: dict) -> bool:
     """Write a done job's verdict to its record (once)."""
     rid = job.get("regression_id")
     if rid is not None and job.get("verdict"):
-        from bot.tracker import set_status
+        from bot.tracker.records import set_status
 
         try:
             set_status(store, rid, job["verdict"], ACTOR, verdict_note(job), source="lab")
@@ -299,7 +296,7 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
     that would take the last 24 hours' lab time past ``[lab] daily_budget_minutes``; that refusal
     is noted in the record's history)."""
     from bot.lab.matching import match_record
-    from bot.tracker import get_record, set_status
+    from bot.tracker.records import get_record, set_status
 
     rec = get_record(store, rid)
     if rec is None:
@@ -356,11 +353,11 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
             raise SchedulerError(why)
     mach = get_machine(config, best.machine)
     spec = plan.run_spec(label=f"regtriage-{rid}", machine=mach.name, config=config)
+    queued = f"queued for {mach.name} (score {best.score}{'; a stand-in: the report names no hardware' if m.stand_in else ''})"
     job = _insert_job(store, {"regression_id": rid, "state": "queued", "plan": info, "machine": mach.name,
                               "backend": mach.backend, "backend_config": pinned_backend_config(mach, config),
-                              "spec": spec.to_dict(), "max_attempts": plan.max_attempts,
-                              "message": f"queued for {mach.name} (score {best.score})"},
-                      f"queued for {mach.name} (score {best.score})")
+                              "spec": spec.to_dict(), "max_attempts": plan.max_attempts, "message": queued},
+                      queued)
     set_status(store, rid, "rerun-scheduled", ACTOR, _scheduled_note(job, best.score), source="lab")
     return job
 
@@ -398,7 +395,7 @@ def auto_schedule(store, config: Any, rid: int) -> dict[str, Any] | None:
     kinds = lab.get("auto_rerun_kinds", ["performance"])
     if not isinstance(kinds, list) or any(k not in ("performance", "functional") for k in kinds):
         raise SchedulerError('[lab] auto_rerun_kinds must be a list of "performance" / "functional"')
-    from bot.tracker import get_record
+    from bot.tracker.records import get_record
 
     rec = get_record(store, rid)
     if rec is None or rec.get("kind") not in kinds:
@@ -408,7 +405,11 @@ def auto_schedule(store, config: Any, rid: int) -> dict[str, Any] | None:
     with store.engine.connect() as conn:
         if conn.execute(select(J.c.id).where(J.c.regression_id == rid).limit(1)).first() is not None:
             return None
+    from bot.lab.matching import NO_HARDWARE, requirements_from_record
+
     refusal = _untrusted_report(store, config, rec)
+    if not refusal and not requirements_from_record(rec).names_hardware:
+        refusal = f"rerun not started (auto): {NO_HARDWARE}; `regtriage rerun {rid} [--machine M]` runs it on one"
     if refusal:
         _record_note(store, rid, "not-started", refusal)
         return None
@@ -423,7 +424,7 @@ def _untrusted_report(store, config: Any, rec: dict[str, Any]) -> str | None:
     a test robot's counts as one only from ``[trust] robot_senders``; with ``[lab]
     auto_rerun_from = "trusted"`` the report must come from a robot or ``[trust] trusted_senders``."""
     from extractors.patterns import ROBOT_MARK, ROBOT_SUBJECT
-    from bot.trust import TrustSettings, address_of
+    from bot.tracker.trust import TrustSettings, address_of
 
     mode = lab_section(config).get("auto_rerun_from", "anyone")
     if mode not in ("anyone", "trusted"):
@@ -599,7 +600,7 @@ class Scheduler:
         if not waiting:
             return
         from bot.lab.matching import match_record
-        from bot.tracker import get_record, set_status
+        from bot.tracker.records import get_record, set_status
 
         for job in waiting:
             rec = get_record(self.store, job["regression_id"]) if job.get("regression_id") else None

@@ -466,19 +466,32 @@ TABLE_CHANGES = (-2.0, -3.5, -5.0, -10.0)
 
 
 def lkp_rates(*, cv_percent: float, change_percent: float, runs: int, trials: int = 2000, seed: int = 0) -> dict:
-    """LKP's rule (:func:`lkp_changed`, counted in the regression direction only) at a fixed
-    ``runs`` per side: false positives on A/A pairs, detections with the change."""
+    """LKP's rules at a fixed ``runs`` per side, counted in the regression direction only:
+    false positives on A/A pairs, detections with the change.  ``false_positive_rate`` /
+    ``power``: :func:`lkp_changed` (lib/changed_stat.rb: medians outside the other side's
+    range, ratio > 1.01); ``ranges_false_positive_rate`` / ``ranges_power``:
+    :func:`ranges_disjoint` (the rule as usually stated: the means differ and the sample ranges
+    do not overlap)."""
     out = {"runs": runs}
     for key, change, sd in (("false_positive_rate", 0.0, seed), ("power", change_percent, seed + 1)):
         rng = np.random.default_rng(sd)
-        hits = 0
+        hits = ranges = 0
         for _ in range(trials):
             good = rng.normal(100.0, cv_percent, runs)
             bad = rng.normal(100.0 * (1 + change / 100), cv_percent, runs)
             if lkp_changed(good, bad) and np.median(bad) < np.median(good):
                 hits += 1
+            if ranges_disjoint(good, bad) and bad.mean() < good.mean():
+                ranges += 1
         out[key] = hits / trials
+        out[f"ranges_{key}"] = ranges / trials
     return out
+
+
+def ranges_disjoint(good, bad) -> bool:
+    """The means differ and the two samples' min..max ranges do not overlap."""
+    g, b = _clean(good), _clean(bad)
+    return bool(g.mean() != b.mean() and (g.max() < b.min() or b.max() < g.min()))
 
 
 def power_table(design: Design, *, cv_percent: float, changes=TABLE_CHANGES, trials: int = 2000, seed: int = 0,

@@ -11,12 +11,14 @@ Pure parts (no I/O):
 
 I/O:
 
-* :mod:`bot.notify.outbox` -- the durable outbox (table ``notifications``):
-  :func:`~bot.notify.outbox.enqueue_event`, :func:`~bot.notify.outbox.deliver_pending`, and the
-  async :class:`~bot.notify.outbox.Deliverer` a long-running service keeps.
+* :mod:`bot.notify.outbox` -- the durable outbox (table ``notifications``; its queries in
+  storage/notifications.py): :func:`~bot.notify.outbox.enqueue_event`, tracker transitions
+  announced (:func:`~bot.notify.outbox.announce`, :func:`~bot.notify.outbox.scan_tracker`).
+* :mod:`bot.notify.deliver` -- delivering it: :func:`~bot.notify.deliver.deliver_pending`, and the
+  async :class:`~bot.notify.deliver.Deliverer` a long-running service keeps.
 * :mod:`bot.notify.irc`, :mod:`bot.notify.matrix` -- adapters with async ``start()``,
   ``stop()``, ``send()`` and ``on_command()``.
 * :mod:`bot.notify.responder` -- answers chat commands; :class:`~bot.notify.responder.ChatActions`
   is the interface for the state-changing ones (``resolve``, ``rerun``).
-* :mod:`bot.notify.notify_cli` -- ``regtriage notify`` (``register(main)``).
+* :mod:`bot.cli.notify` -- ``regtriage notify`` (``register(main)``).
 """

@@ -2,7 +2,7 @@
 
 What the bot answers, in a channel or room where it sits (and in a private IRC message)::
 
-    !regtriage open mm/                  a query (bot.query: natural language and filters)
+    !regtriage open mm/                  a query (bot.tracker.query: natural language and filters)
     regtriage: open regressions in mm/   the same, addressed to the bot by name
     !regtriage show 12                   one record
     !regtriage help

@@ -4,7 +4,7 @@ to HTML by markdown-it with raw HTML disabled), and the short chat answers.
 
 Every mail-derived string is untrusted: on IRC it loses control characters (colours, bold,
 CTCP's \\x01, line breaks) and is cut to fit one line; in Matrix HTML it is escaped by the
-entry template (bot.tracker_entry.md_escape) and again by markdown-it, and links are only
+entry template (bot.tracker.entry.md_escape) and again by markdown-it, and links are only
 http(s) URLs we build.
 """
 
@@ -16,7 +16,8 @@ from typing import Any, Iterable
 from urllib.parse import quote
 
 from bot.notify.routing import LABELS, TEST_EVENT
-from bot.tracker_entry import clean_text, render, safe_url
+from bot.lab.verdict_report import VERDICT_EVENTS, latest
+from bot.tracker.entry import clean_text, render, safe_url, template_env
 
 IRC_MAX_BYTES = 400  # of the text of one PRIVMSG; the whole line (prefix, target) must fit in 512
 MATRIX_MAX_CHARS = 24000  # well under the 64 KiB event limit, for body and formatted_body each
@@ -108,6 +109,9 @@ def irc_line(event: str, entry: dict[str, Any], base_url: str | None, max_bytes:
     head = f"{label} #{int(entry['id'])}:"
     title = one_line(entry.get("title")) or "(no title)"
     link = record_link(base_url, entry) or ""
+    figures = irc_figures(event, entry)  # a lab verdict: its figures come first, the title after
+    if figures:
+        return fit([f"{head} {one_line(figures)};", title], link, max_bytes)
     return fit([f"{head} {title}", *summary_parts(entry)], link, max_bytes)
 
 
@@ -132,7 +136,7 @@ def _cap(text: str, limit: int = MATRIX_MAX_CHARS) -> str:
 def matrix_bodies(event: str, entry: dict[str, Any], base_url: str | None) -> tuple[str, str]:
     """(plain body, HTML formatted_body): a heading line with the link, then the tracker entry
     (plain: the text rendering; HTML: the Markdown rendering)."""
-    from bot.tracker_entry import md_escape
+    from bot.tracker.entry import md_escape
 
     label = LABELS.get(event, event)
     link = record_link(base_url, entry)
@@ -140,15 +144,15 @@ def matrix_bodies(event: str, entry: dict[str, Any], base_url: str | None) -> tu
     plain_head = f"[regtriage] {label}: regression #{int(entry['id'])}: {title}"
     if link:
         plain_head += f"\n{link}"
-    plain = plain_head + "\n\n" + render(entry, "txt")
+    plain = plain_head + "\n\n" + render(entry, "txt", base_url)
     md_head = f"**\\[regtriage\\] {md_escape(label)}**"
     if link:
         md_head += f" · [web page]({safe_url(link)})"
-    md = md_head + "\n\n" + render(entry, "md")
+    md = md_head + "\n\n" + render(entry, "md", base_url)
     body_html = markdown_to_html(md)
     if len(body_html) > MATRIX_MAX_CHARS:  # too long: heading and entry without the history
         short = dict(entry, history=[], related=entry.get("related", [])[:10])
-        body_html = markdown_to_html(md_head + "\n\n" + render(short, "md"))
+        body_html = markdown_to_html(md_head + "\n\n" + render(short, "md", base_url))
     return _cap(plain.rstrip() + "\n"), _cap(body_html)
 
 
@@ -183,7 +187,7 @@ def record_line(entry_or_row: dict[str, Any], base_url: str | None, max_len: int
     rid = int(e["id"])
     link = record_link(base_url, e if "report" in e else None, rid) or ""
     if not link and e.get("report_message_id"):
-        from bot.tracker import lore_url
+        from bot.msgid import lore_url
 
         link = lore_url(e["report_message_id"])
     if "culprit" not in e and e.get("culprit_commit"):
@@ -245,3 +249,14 @@ def test_when(now) -> str:
 __all__ = ["IRC_MAX_BYTES", "TEST_EVENT", "cut", "help_answer", "irc_line", "irc_test_line", "lines_to_matrix",
            "markdown_to_html", "matrix_bodies", "matrix_test_bodies", "one_line", "query_answer", "query_link",
            "record_line", "record_link", "show_answer"]
+
+
+def irc_figures(event: str, e: dict[str, Any]) -> str | None:
+    """The verdict's figures for one IRC line (``templates/verdict_irc.txt.j2``), or None when
+    the event is not a lab verdict (no finished rerun behind it)."""
+    if event not in VERDICT_EVENTS:
+        return None
+    v = latest(e)
+    if v is None or v["verdict"] != event:
+        return None
+    return template_env("txt").get_template("verdict_irc.txt.j2").render(v=v).strip()

@@ -1,4 +1,5 @@
-"""The durable notification outbox (table ``notifications``, storage/notify_schema.py).
+"""The durable notification outbox (table ``notifications``, storage/notify_schema.py): what
+goes in.
 
 1. :func:`enqueue_event` -- an event on a record (``confirmed`` on #12 ...): routed to its
    targets ([[notify.route]]), rendered, and stored as one ``queued`` row per target *before*
@@ -9,58 +10,25 @@
    record).  :func:`scan_tracker` (``notify --send-pending``) reads the transitions after its
    cursor ``notify:tracker``; ``regtriage run`` gets them from its event stream.  Both cursors
    start at the beginning of the history, so the two paths announce the same things.
-3. :class:`Deliverer` (async; a long-running service keeps one, with its adapters connected)
-   and :func:`deliver_pending` (one synchronous pass, for the CLI): due rows in id order, each
-   claimed with a short lease, sent, and marked ``sent`` only after the server accepted it.
-   A failure is retried with exponential backoff (``attempts``, ``next_attempt_at``) while
-   the server is down; a permanent failure, ``max_attempts`` or ``max_age_hours`` marks it
-   ``failed``.  A row whose server is unreachable does not hold up other servers.
+3. :func:`list_notifications` -- the rows as ``notify --list`` shows them.
 
-Exactly once: a crash between "the server accepted it" and "marked sent" leaves the row
-queued under its lease; the next pass sends it again with the same Matrix transaction id
-(derived from the key), which the homeserver answers with the first event.  IRC has no such
-acknowledgement; the adapter confirms each message with PING/PONG, so the window is that
-round trip.
-
-Follow-ups: on Matrix, a row about a record that already has a sent row in the same room is
-posted in an m.thread under the first one (stored as ``thread_root``).  Rows of one record
-and target go out in order: a later one waits while an earlier one is still queued.
+Delivery (the rows -> IRC and Matrix, exactly once) is bot/notify/deliver.py; the queries are
+storage/notifications.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
-
-import storage.notify_schema as ns
-from bot.notify.base import DeliveryError, OutMessage, PermanentError, TransientError, describe
-from bot.notify.routing import STATUS_EVENTS, idempotency_key, normalize_event, route_event, txn_id
-from bot.notify.settings import NotifySettings, TargetSpec, load_settings
+from bot.notify.routing import idempotency_key, normalize_event, route_event
+from bot.notify.settings import NotifySettings, TargetSpec, settings_from
+from storage import notifications as db
+from storage.notifications import Notification
 from storage.store import utcnow
 
-log = logging.getLogger("regtriage.notify.outbox")
 CURSOR = "notify:tracker"
-INSTANCE = "notify:instance"
 RESCAN = 200  # history rows re-read below the cursor (rows committed out of id order); enqueue is idempotent
-
-
-def _aware(dt: datetime | None) -> datetime | None:
-    if dt is not None and dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt
-
-
-def _settings(config, settings: NotifySettings | None) -> NotifySettings:
-    if settings is not None:
-        return settings
-    if isinstance(config, NotifySettings):
-        return config
-    return load_settings(config)
 
 
 def render_payload(spec: TargetSpec, event: str, e: dict[str, Any], settings: NotifySettings) -> dict[str, Any]:
@@ -72,42 +40,7 @@ def render_payload(spec: TargetSpec, event: str, e: dict[str, Any], settings: No
     return {"text": plain, "html": html}
 
 
-def timed_out(doing: str, adapter) -> str:
-    """"timed out connecting", with the real cause when the adapter knows it (a refused nick,
-    a failed login, a closed connection ...)."""
-    cause = getattr(adapter, "problem", None) or getattr(adapter, "last_error", None)
-    return f"timed out {doing}: {cause}" if cause else f"timed out {doing} (no answer from the server)"
-
-
 # -- enqueue ---------------------------------------------------------------------------------------
-_instances: dict[str, str] = {}
-
-
-def instance_id(store) -> str:
-    """A random id made once per database (cursor ``notify:instance``) and mixed into every
-    idempotency key: record ids start again at 1 in a new database, and the homeserver must
-    not take a new notification for a resend of an old one with the same transaction id."""
-    import secrets
-
-    from storage import schema
-
-    cached = _instances.get(store.url)
-    if cached:
-        return cached
-    c = schema.cursors
-    with store.engine.begin() as conn:
-        value = conn.execute(select(c.c.value).where(c.c.key == INSTANCE)).scalar()
-        if not value:
-            value = {"id": secrets.token_hex(16)}
-            try:
-                with conn.begin_nested():
-                    conn.execute(insert(c).values(key=INSTANCE, value=value, updated_at=utcnow()))
-            except IntegrityError:  # made by another process just now
-                value = conn.execute(select(c.c.value).where(c.c.key == INSTANCE)).scalar()
-    _instances[store.url] = value["id"]
-    return value["id"]
-
-
 def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", settings: NotifySettings | None = None,
                   now: datetime | None = None, entry: dict[str, Any] | None = None,
                   skip_reason: str | None = None) -> list[dict[str, Any]]:
@@ -116,39 +49,23 @@ def enqueue_event(store, event: str, rid: int, config=None, *, ref: str = "", se
     queued or sent).  ``ref`` tells apart repeated events of the same kind on one record
     (the tracker's history row id for transitions); without it an event is notified once per
     record and target.  ``skip_reason``: store the rows as ``skipped`` (never sent) with it."""
-    from bot.tracker_entry import entry as load_entry
+    from bot.tracker.entry import entry as load_entry
 
-    s = _settings(config, settings)
+    s = settings_from(config, settings)
     event = normalize_event(event)
     e = entry if entry is not None else load_entry(store, rid)
     if e is None:
         raise KeyError(f"no regression record {rid}")
     now = now or utcnow()
     out = []
-    n = ns.notifications
-    instance = instance_id(store)
+    instance = db.instance_id(store)  # record ids start again at 1 in a new database
     for target in route_event(s.routes, event, e):
         spec = s.resolve_target(target)
         key = idempotency_key(event, rid, ref, spec.name, instance)
-        payload = render_payload(spec, event, e, s)
-        created = True
-        with store.engine.begin() as conn:
-            existing = conn.execute(select(n.c.id).where(n.c.key == key)).scalar()
-            if existing is None:
-                try:
-                    with conn.begin_nested():
-                        res = conn.execute(insert(n).values(
-                            key=key, event=event, regression_id=rid, ref=(ref or "")[:200], target=spec.name,
-                            target_kind=spec.kind, payload=payload, state="skipped" if skip_reason else "queued",
-                            attempts=0, last_error=skip_reason, next_attempt_at=now, created_at=now,
-                            updated_at=now))
-                    existing = res.inserted_primary_key[0]
-                except IntegrityError:  # another process queued it at the same moment
-                    existing = conn.execute(select(n.c.id).where(n.c.key == key)).scalar()
-                    created = False
-            else:
-                created = False
-        out.append({"id": existing, "target": spec.name, "key": key, "created": created})
+        row_id, created = db.enqueue(store, key=key, event=event, regression_id=rid, ref=ref, target=spec.name,
+                                     target_kind=spec.kind, payload=render_payload(spec, event, e, s), now=now,
+                                     skip_reason=skip_reason)
+        out.append({"id": row_id, "target": spec.name, "key": key, "created": created})
     return out
 
 
@@ -158,7 +75,7 @@ CLOSED_STATUSES = ("fixed", "resolved", "duplicate", "not-reproduced", "inconclu
 
 def announce(store, event, config=None, *, settings: NotifySettings | None = None,
              now: datetime | None = None) -> dict[str, Any]:
-    """One tracker transition (:class:`bot.events.Event`) -> the outbox, once per transition and
+    """One tracker transition (:class:`bot.tracker.events.Event`) -> the outbox, once per transition and
     target (the key holds the history row id: a record reaching the same status again is a new
     announcement).  Used by ``regtriage run`` and ``notify --send-pending`` alike.  Not announced
     but stored as ``skipped`` rows with the reason (never silently lost): an event caused by mail
@@ -166,17 +83,12 @@ def announce(store, event, config=None, *, settings: NotifySettings | None = Non
     believed), a transition itself older than that (history from before the notifier ran), and
     a "new regression" / "rerun scheduled" for a record that has since been closed.
     Returns ``{"queued": n, "skipped": n, "reason": str | None}``."""
-    import storage.tracker_schema as ts
-    from bot.service_hooks import is_backfill
+    from bot.tracker.events import is_backfill
 
-    s = _settings(config, settings)
+    s = settings_from(config, settings)
     now = now or utcnow()
     limit = timedelta(hours=s.max_age_hours)
-    with store.engine.connect() as conn:
-        at = _aware(conn.execute(select(ts.regression_history.c.at)
-                                 .where(ts.regression_history.c.id == event.history_id)).scalar())
-        status = conn.execute(select(ts.regressions.c.status)
-                              .where(ts.regressions.c.id == event.regression_id)).scalar()
+    at, status = db.transition(store, event.history_id, event.regression_id)
     reason = None
     if status is None:
         return {"queued": 0, "skipped": 0, "reason": "the record is gone"}
@@ -198,9 +110,9 @@ def scan_tracker(store, config=None, *, settings: NotifySettings | None = None) 
     first scan of a database sees every transition, announces the recent ones and records the
     old ones as skipped.  A few rows below the cursor are read again (rows committed out of id
     order); announcing is idempotent per transition."""
-    from bot.events import pending_events
+    from bot.tracker.events import pending_events
 
-    s = _settings(config, settings)
+    s = settings_from(config, settings)
     stats = {"events": 0, "queued": 0, "skipped": 0}
     state = store.get_cursor(CURSOR)
     last = int(state.get("last_id", 0)) if isinstance(state, dict) else 0
@@ -224,284 +136,24 @@ def scan_tracker(store, config=None, *, settings: NotifySettings | None = None) 
 
 
 # -- listing ----------------------------------------------------------------------------------------
+LISTED = ("id", "event", "regression_id", "target", "state", "attempts", "next_attempt_at", "last_error",
+          "remote_id", "thread_root", "created_at", "sent_at", "key")
+
+
+def listed(n: Notification) -> dict[str, Any]:
+    """A row as ``notify --list`` shows it (JSON-ready: times as ISO 8601 strings)."""
+    d = {k: getattr(n, k) for k in LISTED}
+    for k in ("next_attempt_at", "created_at", "sent_at"):
+        d[k] = d[k].isoformat() if d[k] else None
+    return d
+
+
 def list_notifications(store, *, state: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-    n = ns.notifications
-    q = select(n.c.id, n.c.event, n.c.regression_id, n.c.target, n.c.state, n.c.attempts, n.c.next_attempt_at,
-               n.c.last_error, n.c.remote_id, n.c.thread_root, n.c.created_at, n.c.sent_at, n.c.key)
-    if state:
-        q = q.where(n.c.state == state)
-    q = q.order_by(n.c.id.desc()).limit(limit)
-    with store.engine.connect() as conn:
-        rows = [dict(r) for r in conn.execute(q).mappings()]
-    for r in rows:
-        for k in ("next_attempt_at", "created_at", "sent_at"):
-            v = _aware(r[k])
-            r[k] = v.isoformat() if v else None
-    return rows
+    return [listed(n) for n in db.recent(store, state=state, limit=limit)]
 
 
 def counts(store) -> dict[str, int]:
-    n = ns.notifications
-    with store.engine.connect() as conn:
-        return {s: c for s, c in conn.execute(select(n.c.state, func.count()).group_by(n.c.state)).all()}
+    return db.state_counts(store)
 
 
-# -- delivery ---------------------------------------------------------------------------------------
-def make_adapter(account):
-    if account.kind == "irc":
-        from bot.notify.irc import IrcAdapter
-
-        return IrcAdapter(account)
-    from bot.notify.matrix import MatrixAdapter
-
-    return MatrixAdapter(account)
-
-
-class Deliverer:
-    """Delivers due outbox rows through adapters (one per configured connection).
-
-    ``adapters``: already started adapters keyed by ``(kind, name)`` (a service passes its
-    own, and they stay open); missing ones are made with ``adapter_factory`` and started on
-    first use, and :meth:`close` stops only those."""
-
-    def __init__(self, store, settings: NotifySettings, *, adapters: dict[tuple[str, str], Any] | None = None,
-                 adapter_factory: Callable[[Any], Any] = make_adapter) -> None:
-        self.store = store
-        self.s = settings
-        self.adapters: dict[tuple[str, str], Any] = dict(adapters or {})
-        self._own: set[tuple[str, str]] = set()
-        self.factory = adapter_factory
-
-    async def close(self) -> None:
-        for key in list(self._own):
-            a = self.adapters.pop(key, None)
-            if a is not None:
-                try:
-                    await a.stop()
-                except Exception:  # noqa: BLE001
-                    log.exception("stopping %s", key)
-        self._own.clear()
-
-    async def _adapter(self, kind: str, name: str):
-        key = (kind, name)
-        a = self.adapters.get(key)
-        if a is None:
-            a = self.factory(self.s.account(kind, name))
-            self.adapters[key] = a
-            self._own.add(key)
-        if not getattr(a, "connected", False):
-            await a.start(wait=True, timeout=self.s.send_timeout)
-        return a
-
-    # -- row state changes -----------------------------------------------------------------------
-    def _claim(self, rid: int, now: datetime) -> bool:
-        n = ns.notifications
-        with self.store.engine.begin() as conn:
-            res = conn.execute(update(n).where(
-                n.c.id == rid, n.c.state == "queued", or_(n.c.lease_until.is_(None), n.c.lease_until < now))
-                .values(lease_until=now + timedelta(seconds=self.s.lease), updated_at=now))
-            return res.rowcount == 1
-
-    def _release(self, rid: int) -> None:
-        n = ns.notifications
-        with self.store.engine.begin() as conn:
-            conn.execute(update(n).where(n.c.id == rid, n.c.state == "queued").values(lease_until=None))
-
-    def _mark_sent(self, row: dict[str, Any], remote_id: str | None, thread_root: str | None) -> None:
-        n = ns.notifications
-        now = utcnow()
-        with self.store.engine.begin() as conn:
-            conn.execute(update(n).where(n.c.id == row["id"], n.c.state == "queued").values(
-                state="sent", sent_at=now, updated_at=now, remote_id=remote_id, thread_root=thread_root,
-                attempts=n.c.attempts + 1, lease_until=None, last_error=None))
-
-    def _mark_failed_attempt(self, row: dict[str, Any], error: str, *, permanent: bool, now: datetime) -> str:
-        n = ns.notifications
-        attempts = int(row["attempts"]) + 1
-        too_many = attempts >= self.s.max_attempts
-        state = "failed" if permanent or too_many else "queued"
-        if too_many and not permanent:
-            error = f"{error} (gave up after {attempts} attempts)"
-        delay = min(self.s.retry_max, self.s.retry_base * (2 ** min(attempts - 1, 30)))
-        with self.store.engine.begin() as conn:
-            conn.execute(update(n).where(n.c.id == row["id"], n.c.state == "queued").values(
-                state=state, attempts=attempts, last_error=error[:2000], lease_until=None, updated_at=now,
-                next_attempt_at=now + timedelta(seconds=delay)))
-        return state
-
-    def _expire(self, now: datetime) -> int:
-        n = ns.notifications
-        cutoff = now - timedelta(hours=self.s.max_age_hours)
-        with self.store.engine.begin() as conn:
-            res = conn.execute(update(n).where(n.c.state == "queued", n.c.created_at < cutoff).values(
-                state="failed", updated_at=now, lease_until=None,
-                last_error=func.coalesce(n.c.last_error, "") + f" (older than {self.s.max_age_hours:g} h: dropped)"))
-            return res.rowcount or 0
-
-    def _due(self, now: datetime, ignore_schedule: bool, limit: int) -> list[dict[str, Any]]:
-        n = ns.notifications
-        q = select(n).where(n.c.state == "queued", or_(n.c.lease_until.is_(None), n.c.lease_until < now))
-        if not ignore_schedule:
-            q = q.where(n.c.next_attempt_at <= now)
-        with self.store.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q.order_by(n.c.id).limit(limit)).mappings()]
-
-    def _earlier_pending(self, row: dict[str, Any]) -> bool:
-        if row["regression_id"] is None:
-            return False
-        n = ns.notifications
-        with self.store.engine.connect() as conn:
-            return conn.execute(select(n.c.id).where(
-                n.c.target == row["target"], n.c.regression_id == row["regression_id"], n.c.state == "queued",
-                n.c.id < row["id"]).limit(1)).first() is not None
-
-    def _thread(self, row: dict[str, Any]) -> tuple[str | None, str | None]:
-        """(root event, latest event) of the sent rows about the same record in the same room."""
-        if row["regression_id"] is None or row["target_kind"] != "matrix":
-            return None, None
-        n = ns.notifications
-        cond = and_(n.c.target == row["target"], n.c.regression_id == row["regression_id"], n.c.state == "sent",
-                    n.c.remote_id.is_not(None), n.c.id != row["id"])
-        with self.store.engine.connect() as conn:
-            first = conn.execute(select(n.c.remote_id, n.c.thread_root).where(cond).order_by(n.c.id).limit(1)).first()
-            last = conn.execute(select(n.c.remote_id).where(cond).order_by(n.c.id.desc()).limit(1)).scalar()
-        if first is None:
-            return None, None
-        root = first.thread_root or first.remote_id
-        return root, last
-
-    # -- the pass ------------------------------------------------------------------------------------
-    async def run_once(self, *, now: datetime | None = None, ignore_schedule: bool = False,
-                       limit: int = 500) -> dict[str, Any]:
-        """One pass over the due rows.  Returns counts and the errors per target."""
-        now = now or utcnow()
-        stats: dict[str, Any] = {"due": 0, "sent": 0, "retry": 0, "failed": 0, "waiting": 0,
-                                 "expired": self._expire(now), "errors": {}}
-        rows = self._due(now, ignore_schedule, limit)
-        stats["due"] = len(rows)
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in rows:
-            try:
-                spec = self.s.resolve_target(row["target"])
-            except Exception as exc:  # noqa: BLE001 - target no longer configured
-                if self._claim(row["id"], now):
-                    self._mark_failed_attempt(row, f"target no longer configured: {exc}", permanent=True, now=now)
-                    stats["failed"] += 1
-                continue
-            groups.setdefault((spec.kind, spec.account), []).append(row)
-        await asyncio.gather(*(self._run_group(kind, account, grp, now, stats)
-                               for (kind, account), grp in groups.items()))
-        return stats
-
-    async def _run_group(self, kind: str, account: str, rows: list[dict[str, Any]], now: datetime,
-                         stats: dict[str, Any]) -> None:
-        try:
-            adapter = await asyncio.wait_for(self._adapter(kind, account), self.s.send_timeout + 5)
-        except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-            err = describe(exc) if not isinstance(exc, asyncio.TimeoutError) else \
-                timed_out("connecting", self.adapters.get((kind, account)))
-            permanent = isinstance(exc, PermanentError)
-            for row in rows:
-                if self._claim(row["id"], now):
-                    state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
-                    stats["failed" if state == "failed" else "retry"] += 1
-                    stats["errors"][row["target"]] = err
-            return
-        held: set[tuple[str, int | None]] = set()
-        down: str | None = None
-        for row in rows:
-            spec = self.s.resolve_target(row["target"])
-            hold_key = (row["target"], row["regression_id"])
-            if row["regression_id"] is not None and hold_key in held:
-                stats["waiting"] += 1
-                continue
-            if not self._claim(row["id"], now):
-                continue
-            if down is not None:  # the connection broke during this pass: count the attempt, retry later
-                self._mark_failed_attempt(row, down, permanent=False, now=now)
-                stats["retry"] += 1
-                continue
-            if self._earlier_pending(row):
-                self._release(row["id"])
-                held.add(hold_key)
-                stats["waiting"] += 1
-                continue
-            root, last = self._thread(row)
-            payload = row["payload"] or {}
-            msg = OutMessage(text=payload.get("text") or "", html=payload.get("html"), txn_id=txn_id(row["key"]),
-                             thread_root=root, reply_to=last)
-            try:
-                sent = await asyncio.wait_for(adapter.send(spec.dest, msg), self.s.send_timeout)
-            except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                err = timed_out("sending", adapter) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
-                permanent = isinstance(exc, PermanentError)
-                state = self._mark_failed_attempt(row, err, permanent=permanent, now=now)
-                stats["failed" if state == "failed" else "retry"] += 1
-                stats["errors"][row["target"]] = err
-                held.add(hold_key)
-                if not permanent and not getattr(adapter, "connected", True):
-                    down = err
-                continue
-            self._mark_sent(row, sent.remote_id, sent.thread_root)
-            stats["sent"] += 1
-
-
-def deliver_pending(store, config=None, *, settings: NotifySettings | None = None, now: datetime | None = None,
-                    ignore_schedule: bool = False, adapter_factory: Callable[[Any], Any] = make_adapter
-                    ) -> dict[str, Any]:
-    """One synchronous delivery pass (connects, sends what is due, disconnects).  Not for use
-    inside a running event loop: there, keep a :class:`Deliverer`."""
-    s = _settings(config, settings)
-
-    async def go():
-        d = Deliverer(store, s, adapter_factory=adapter_factory)
-        try:
-            return await d.run_once(now=now, ignore_schedule=ignore_schedule)
-        finally:
-            await d.close()
-
-    return asyncio.run(go())
-
-
-async def send_test(settings: NotifySettings, *, adapter_factory: Callable[[Any], Any] = make_adapter,
-                    now: datetime | None = None) -> list[dict[str, Any]]:
-    """One test message to every configured target, directly (not through the outbox).
-    Returns ``[{"target", "ok", "error"}]``."""
-    from bot.notify.format import irc_test_line, matrix_test_bodies, test_when
-
-    when = test_when(now or utcnow())
-    results: list[dict[str, Any]] = []
-
-    async def one_account(account) -> list[dict[str, Any]]:
-        specs = [t for t in settings.targets() if t.kind == account.kind and t.account == account.name]
-        a = adapter_factory(account)
-        out = []
-        try:
-            try:
-                await asyncio.wait_for(a.start(wait=True, timeout=settings.send_timeout), settings.send_timeout + 5)
-            except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                err = timed_out("connecting", a) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
-                return [{"target": t.name, "ok": False, "error": err} for t in specs]
-            for t in specs:
-                if t.kind == "irc":
-                    msg = OutMessage(text=irc_test_line(t.name, when))
-                else:
-                    plain, html = matrix_test_bodies(t.name, when)
-                    msg = OutMessage(text=plain, html=html)
-                try:
-                    await asyncio.wait_for(a.send(t.dest, msg), settings.send_timeout)
-                    out.append({"target": t.name, "ok": True, "error": None})
-                except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
-                    err = timed_out("sending", a) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
-                    out.append({"target": t.name, "ok": False, "error": err})
-            return out
-        finally:
-            await a.stop()
-
-    for part in await asyncio.gather(*(one_account(a) for a in settings.accounts())):
-        results += part
-    return results
-
-
-__all__ = ["Deliverer", "PermanentError", "TransientError", "counts", "deliver_pending", "enqueue_event",
-           "list_notifications", "scan_tracker", "send_test"]
+__all__ = ["announce", "counts", "enqueue_event", "list_notifications", "scan_tracker"]

@@ -7,7 +7,7 @@ for ``rerun``/``resolve``, runs the query or reads the record, and returns the a
 worker thread so the chat connections keep answering PINGs.
 
 :class:`ChatActions` is what ``rerun`` and ``resolve`` call.  :class:`TrackerActions` is the
-implementation used now: ``resolve`` -> :func:`bot.tracker.set_status` (``resolved``),
+implementation used now: ``resolve`` -> :func:`bot.tracker.records.set_status` (``resolved``),
 ``rerun`` -> a placeholder that records the request in the history as the status
 ``rerun-scheduled``; the lab scheduler will implement ``rerun`` for real behind the same
 interface.
@@ -42,13 +42,13 @@ class TrackerActions:
         self.store = store
 
     def resolve(self, rid: int, actor: str, note: str | None) -> bool:
-        from bot.tracker import set_status
+        from bot.tracker.records import set_status
 
         return set_status(self.store, rid, "resolved", actor, note or "resolved from chat")
 
     def rerun(self, rid: int, actor: str) -> bool:
         # placeholder until the lab scheduler takes rerun requests: the request is recorded
-        from bot.tracker import set_status
+        from bot.tracker.records import set_status
 
         return set_status(self.store, rid, "rerun-scheduled", actor, "rerun requested from chat")
 
@@ -114,13 +114,13 @@ class ChatResponder:
         if cmd.changes_state:
             return self._change(msg, cmd)
         if cmd.name == "show":
-            from bot.tracker_entry import entry
+            from bot.tracker.entry import entry
 
             e = entry(self.store, cmd.rid)
             if e is None:
                 return [f"no regression #{cmd.rid}"]
             return show_answer(e, base, width)
-        from bot.query import QueryError, parse_query, run_query
+        from bot.tracker.query import QueryError, parse_query, run_query
 
         try:
             f = parse_query(cmd.args)

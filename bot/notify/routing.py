@@ -8,6 +8,7 @@ Events (canonical names; aliases accepted in the config and the API):
 ``confirmed``      the rerun confirmed it
 ``not-reproduced`` the rerun did not reproduce it (not_reproduced)
 ``inconclusive``   the rerun was inconclusive
+``improved``       the rerun found the "bad" kernel significantly better
 ``fix-landed``     a fix was found in a kernel tree (fix, fixed, fix-pending, fix_landed)
 =================  ========================================================================
 
@@ -25,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-EVENTS = ("triaged", "rerun-scheduled", "confirmed", "not-reproduced", "inconclusive", "fix-landed")
+EVENTS = ("triaged", "rerun-scheduled", "confirmed", "not-reproduced", "inconclusive", "improved", "fix-landed")
 TEST_EVENT = "test"
 
 EVENT_ALIASES = {
@@ -37,11 +38,12 @@ EVENT_ALIASES = {
 
 # tracker status (new value of a status history row) -> event
 STATUS_EVENTS = {"triaged": "triaged", "rerun-scheduled": "rerun-scheduled", "confirmed": "confirmed",
-                 "not-reproduced": "not-reproduced", "inconclusive": "inconclusive",
+                 "not-reproduced": "not-reproduced", "inconclusive": "inconclusive", "improved": "improved",
                  "fix-pending": "fix-landed", "fixed": "fix-landed"}
 
 LABELS = {"triaged": "new regression", "rerun-scheduled": "rerun scheduled", "confirmed": "confirmed",
-          "not-reproduced": "not reproduced", "inconclusive": "inconclusive", "fix-landed": "fix landed",
+          "not-reproduced": "not reproduced", "inconclusive": "inconclusive",
+          "improved": "improved (the bad kernel was better)", "fix-landed": "fix landed",
           TEST_EVENT: "test"}
 
 
@@ -56,7 +58,7 @@ def normalize_event(name: str) -> str:
 
 def normalize_route_subsystem(value: str) -> str:
     """``mm/`` -> ``mm``; ``kernel/sched/`` -> ``sched`` (as records name core-kernel areas)."""
-    from bot.tracker import normalize_subsystem
+    from bot.tracker.fields import normalize_subsystem
 
     v = normalize_subsystem(value)
     if not v:
@@ -68,7 +70,7 @@ def subsystem_matches(prefix: str, subsystem: str | None) -> bool:
     """``prefix`` (normalised) covers ``subsystem`` at a path-component boundary."""
     if not subsystem:
         return False
-    from bot.tracker import normalize_subsystem
+    from bot.tracker.fields import normalize_subsystem
 
     s = normalize_subsystem(subsystem) or ""
     return s == prefix or s.startswith(prefix + "/")

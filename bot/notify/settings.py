@@ -393,7 +393,7 @@ def _parse_route(t: dict[str, Any], i: int) -> Route:
     subs = _str_list(t, "subsystem", where) + _str_list(t, "subsystems", where)
     subsystems = tuple(dict.fromkeys(normalize_route_subsystem(s) for s in subs)) if subs and "*" not in subs else None
     kinds = _str_list(t, "kind", where) + _str_list(t, "kinds", where)
-    from bot.query import KIND_WORDS, KINDS
+    from bot.tracker.query import KIND_WORDS, KINDS
 
     norm_kinds = None
     if kinds and "*" not in kinds:
@@ -490,6 +490,16 @@ def load_settings(config) -> NotifySettings:
         channel_rate=_positive(_get(chat, "channel_rate", float, 0.5, where), "channel_rate", where),
         channel_burst=_positive(_get(chat, "channel_burst", float, 6.0, where), "channel_burst", where))
     return s
+
+
+def settings_from(config, settings: NotifySettings | None = None) -> NotifySettings:
+    """``settings`` when given, else ``config`` when it is already the settings, else
+    :func:`load_settings` of it (for the functions that take either)."""
+    if settings is not None:
+        return settings
+    if isinstance(config, NotifySettings):
+        return config
+    return load_settings(config)
 
 
 __all__ = ["EVENTS", "ChatSettings", "IrcSettings", "MatrixSettings", "NotifySettings", "Route", "Secret",

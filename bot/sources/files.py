@@ -1,9 +1,9 @@
 """Local mail files: single messages (.eml), mbox (mboxrd / mboxo, gzipped too), maildirs and
-directories of those.  Yields raw messages; never parses them (bot.mail does).
+directories of those.  Yields raw messages; never parses them (bot.sources.mail does).
 
 Files are hostile input too.  Only regular files are read (FIFOs, devices, sockets and symlinks
 to them are skipped with a reason, never opened for reading); every read is bounded by the
-``[ingest]`` limits (bot.limits): a message larger than ``max_message_bytes`` comes out as a
+``[ingest]`` limits (bot.sources.limits): a message larger than ``max_message_bytes`` comes out as a
 prefix plus the sha256 and size of the whole, to be quarantined; a file longer than
 ``max_file_bytes`` or a gzip stream expanding beyond ``max_decompressed_bytes`` (or
 ``max_compression_ratio``) is cut there, the message it was in quarantined with the reason.
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.limits import DEFAULT_LIMITS, MIB, IngestLimits
+from bot.sources.limits import DEFAULT_LIMITS, MIB, IngestLimits
 
 GZIP_MAGIC = b"\x1f\x8b"
 FROM_LINE = re.compile(rb"^From \S*.*$")

@@ -45,9 +45,9 @@ from typing import Any
 import requests
 
 from bot import __version__
-from bot.ingest import Ingester
-from bot.limits import DEFAULT_LIMITS, IngestLimits
-from bot.mail import normalize_msgid
+from bot.sources.ingest import Ingester
+from bot.sources.limits import DEFAULT_LIMITS, IngestLimits
+from bot.msgid import MessageId, stored_key
 
 log = logging.getLogger(__name__)
 # liblore logs every failed origin as "trying next host" at WARNING; our own errors carry the
@@ -318,7 +318,7 @@ _HEADER_PARSER = email.parser.BytesHeaderParser()
 def raw_msgid(raw: bytes) -> str | None:
     try:
         head = raw.split(b"\n\n", 1)[0]
-        return normalize_msgid(_HEADER_PARSER.parsebytes(head + b"\n\n").get("Message-ID"))
+        return stored_key(_HEADER_PARSER.parsebytes(head + b"\n\n").get("Message-ID"))
     except Exception:  # noqa: BLE001 - hostile input
         return None
 
@@ -327,18 +327,6 @@ def raw_msgid(raw: bytes) -> str | None:
 class Entry:
     msgid: str
     updated: str | None  # ISO 8601, UTC, "Z"
-
-
-def msgid_from_link(link: str) -> str | None:
-    path = urllib.parse.urlsplit(link).path
-    parts = [p for p in path.split("/") if p]
-    if not parts:
-        return None
-    seg = parts[-1]
-    if seg in ("raw", "T", "t", "t.mbox.gz", "t.atom") and len(parts) > 1:
-        seg = parts[-2]
-    mid = urllib.parse.unquote(seg)
-    return mid or None
 
 
 def parse_feed(body: bytes, url: str) -> list[Entry]:
@@ -363,7 +351,7 @@ def parse_feed(body: bytes, url: str) -> list[Entry]:
                 if lk.get("rel", "alternate") == "alternate" and lk.get("href"):
                     link = lk["href"]
                     break
-        mid = msgid_from_link(link) if link else None
+        mid = MessageId.from_inbox_url(link)
         if not mid:
             continue
         up = e.get("updated_parsed") or e.get("published_parsed")

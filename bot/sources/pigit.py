@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.ingest import Ingester
-from bot.limits import DEFAULT_LIMITS, IngestLimits
+from bot.sources.ingest import Ingester
+from bot.sources.limits import DEFAULT_LIMITS, IngestLimits
 from bot.sources.lore import PollOutcome, SourceError, raw_msgid
 
 EPOCH_RE = re.compile(r"^(\d+)\.git$")

@@ -76,7 +76,8 @@ http_timeout_s         per request (default 30); GETs are retried 3x with backof
 cancel_wait_s          how long ``cancel`` waits for LAVA to finish the jobs (default 60)
 =====================  ===============================================================================
 
-Recipes: those the qemu backend runs (busybox guests; ``RecipeSpec.supports("qemu")``).
+Recipes: those the qemu backend runs in its busybox guest without extra guest tools
+(``RecipeSpec.supports("lava")``: dd and syscall-getpid).
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from bot.lab import initramfs as initramfs_mod
-from bot.lab.backends import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
+from bot.lab.backends.base import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
+from bot.lab.backends.rundir import Children, atomic_write_json, default_work_dir, printable, read_json
 from bot.lab.builds import BuildError, resolve
 from bot.lab.procs import proc_alive_and_ours
 from bot.lab.recipes import MiB, RecipeError, RecipeSpec
@@ -186,30 +188,6 @@ rm -f $out
 """
 
 
-def _default_work_dir() -> Path:
-    from bot.config import default_home
-
-    return default_home() / "lab" / "lava"
-
-
-def _atomic_write_json(path: Path, data) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
-
-
-def _read_json(path: Path, default=None):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return default
-
-
-def _printable(text, limit: int = 300) -> str:
-    text = "".join(c if c.isprintable() else " " for c in str(text))
-    return text[:limit]
-
-
 def units_for(metric: str) -> str:
     """LAVA ``--units`` for a catalogue metric."""
     if metric.endswith("_MBps"):
@@ -290,7 +268,7 @@ class LavaConfig:
             v = getattr(self, k)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v <= hi:
                 raise bad(f"{k} must be a number in [{lo}, {hi}]")
-        self.work_dir = str(Path(self.work_dir or _default_work_dir()).expanduser().resolve())
+        self.work_dir = str(Path(self.work_dir or default_work_dir("lava")).expanduser().resolve())
         self.artifact_dir = str(Path(self.artifact_dir or os.path.join(self.work_dir, "artifacts")).expanduser().resolve())
         if self.artifact_url is None:
             self.artifact_url = "file://" + quote(self.artifact_dir)
@@ -353,7 +331,7 @@ class LavaClient:
         except requests.RequestException as exc:
             raise LabError(f"LAVA unreachable: {exc}") from None
         if r.status_code != 200:
-            raise LabError(f"LAVA GET {path}: HTTP {r.status_code} {_printable(r.text, 200)}")
+            raise LabError(f"LAVA GET {path}: HTTP {r.status_code} {printable(r.text, 200)}")
         try:
             return r.json()
         except ValueError:
@@ -394,10 +372,10 @@ class LavaClient:
         except requests.RequestException as exc:
             raise LabError(f"LAVA unreachable: {exc}") from None
         if r.status_code != 201:
-            raise LabError(f"LAVA rejected the job: HTTP {r.status_code} {_printable(r.text, 500)}")
+            raise LabError(f"LAVA rejected the job: HTTP {r.status_code} {printable(r.text, 500)}")
         ids = r.json().get("job_ids")
         if not isinstance(ids, list) or not ids or not all(type(i) is int for i in ids):
-            raise LabError(f"LAVA submit: unexpected answer {_printable(r.text, 200)}")
+            raise LabError(f"LAVA submit: unexpected answer {printable(r.text, 200)}")
         return ids
 
     def validate(self, definition: str) -> dict:
@@ -600,7 +578,7 @@ def failure_reason(tests: list[dict]) -> str | None:
         if len(msg) > 1 and msg[0] == msg[-1] and msg[0] in "'\"":
             msg = msg[1:-1].replace("''", "'").strip()
         if msg or etype:
-            return _printable(f"{etype.group(1) + ' error: ' if etype else ''}{msg}", 300)
+            return printable(f"{etype.group(1) + ' error: ' if etype else ''}{msg}", 300)
     return None
 
 
@@ -653,7 +631,7 @@ class LavaBackend(Backend):
         self.cfg = cfg
         self.lab_config = {k: v for k, v in (lab_config or {}).items() if k != "lava"}
         self.work_dir = Path(cfg.work_dir)
-        self._children: dict[str, subprocess.Popen] = {}
+        self._children = Children()
         self._client: LavaClient | None = None
 
     @classmethod
@@ -691,7 +669,7 @@ class LavaBackend(Backend):
         return d
 
     def supports(self, recipe: RecipeSpec) -> tuple[bool, str]:
-        ok, why = recipe.supports("qemu")  # the same busybox guest workload
+        ok, why = recipe.supports("lava")  # the qemu busybox guest workload, without guest tools
         if not ok:
             return False, why.replace("qemu", "lava (busybox guest)")
         mem, _ = guest_memory_mib(recipe, self.cfg.memory_mib)
@@ -735,9 +713,9 @@ class LavaBackend(Backend):
                 continue
         handle = f"lava:{run_id}"
         schedule = job.schedule()
-        _atomic_write_json(run_dir / "spec.json", {"handle": handle, "job": job.to_dict(), "backend": asdict(self.cfg),
+        atomic_write_json(run_dir / "spec.json", {"handle": handle, "job": job.to_dict(), "backend": asdict(self.cfg),
                                                    "schedule": schedule, "submitted_at": time.time()})
-        _atomic_write_json(run_dir / "state.json", {
+        atomic_write_json(run_dir / "state.json", {
             "status": Status(QUEUED, "preparing builds and job", 0, len(schedule), updated_at=time.time()).to_dict(),
             "jobs": [], "builds": {}})
         self._note(run_dir, f"submitted {handle}: {job.recipe.name} {job.recipe.params}, {len(schedule)} batches")
@@ -748,37 +726,35 @@ class LavaBackend(Backend):
                                     start_new_session=True, close_fds=True, cwd=str(run_dir))
         finally:
             log.close()
-        self._children[handle] = proc
-        _atomic_write_json(run_dir / "preparer.json", {"pid": proc.pid, "started_at": time.time()})
+        self._children.add(handle, proc)
+        atomic_write_json(run_dir / "preparer.json", {"pid": proc.pid, "started_at": time.time()})
         return handle
 
     def _reap(self, handle: str) -> None:
-        proc = self._children.get(handle)
-        if proc is not None and proc.poll() is not None:
-            self._children.pop(handle, None)
+        self._children.reap(handle)
 
     def _set(self, run_dir: Path, state: dict, st: Status) -> Status:
         state["status"] = st.to_dict()
-        _atomic_write_json(run_dir / "state.json", state)
+        atomic_write_json(run_dir / "state.json", state)
         return st
 
     def poll(self, handle: str) -> Status:
         run_dir = self._run_dir(handle)
         self._reap(handle)
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         st = Status.from_dict(state.get("status") or {"state": FAILED, "message": "state.json unreadable"})
         if st.finished:
             return st
         jobs = state.get("jobs") or []
         if not state.get("submitted"):
-            pid = (_read_json(run_dir / "preparer.json", {}) or {}).get("pid")
+            pid = (read_json(run_dir / "preparer.json", {}) or {}).get("pid")
             if pid is None:
                 time.sleep(0.2)
-                pid = (_read_json(run_dir / "preparer.json", {}) or {}).get("pid")
+                pid = (read_json(run_dir / "preparer.json", {}) or {}).get("pid")
             if proc_alive_and_ours(pid, str(run_dir)):
                 return st
             self._reap(handle)
-            state = _read_json(run_dir / "state.json", {}) or {}
+            state = read_json(run_dir / "state.json", {}) or {}
             st = Status.from_dict(state.get("status") or {"state": FAILED})
             if st.finished or state.get("submitted"):
                 return st if st.finished else self.poll(handle)
@@ -792,14 +768,14 @@ class LavaBackend(Backend):
         return self._poll_jobs(run_dir, state, st)
 
     def _poll_jobs(self, run_dir: Path, state: dict, st: Status) -> Status:
-        spec = _read_json(run_dir / "spec.json", {})
+        spec = read_json(run_dir / "spec.json", {})
         schedule = spec["schedule"]
         jobs = state["jobs"]
         cancel_requested = bool(state.get("cancel_requested"))
         try:
             infos = [self.client.job(j["id"]) for j in jobs]
         except LabError as exc:
-            msg = f"{st.message.split(' [LAVA unreachable')[0]} [LAVA unreachable: {_printable(exc, 150)}]"
+            msg = f"{st.message.split(' [LAVA unreachable')[0]} [LAVA unreachable: {printable(exc, 150)}]"
             return Status(st.state, msg, st.batches_done, st.batches_total, st.cancelled, time.time())
         mapped = []
         for j, info in zip(jobs, infos):
@@ -833,7 +809,7 @@ class LavaBackend(Backend):
                     except LabError:
                         reason = None
                 why = ("cancelled by request" if cancel_requested else
-                       f"LAVA job {j['id']} {j['lava_health']}" + (f": {_printable(reason)}" if reason else ""))
+                       f"LAVA job {j['id']} {j['lava_health']}" + (f": {printable(reason)}" if reason else ""))
                 for fj, _ in failed:
                     self._save_log(run_dir, fj["id"])
             else:
@@ -860,7 +836,7 @@ class LavaBackend(Backend):
             for j in state["jobs"]:
                 suites = {s.get("id"): s.get("name") for s in self.client.suites(j["id"])}
                 tests = self.client.tests(j["id"])
-                _atomic_write_json(run_dir / f"job-{j['id']}-tests.json", tests)
+                atomic_write_json(run_dir / f"job-{j['id']}-tests.json", tests)
                 b, p = parse_results(tests, suites, schedule=schedule, batch_indexes=j["batches"],
                                      metric=job.recipe.metric, warmup=job.warmup, kernel_releases=releases)
                 batches += b
@@ -868,7 +844,7 @@ class LavaBackend(Backend):
                 self._save_log(run_dir, j["id"])
         except LabError as exc:
             st = Status.from_dict(state["status"])
-            return Status(st.state, f"reading results: {_printable(exc, 200)}", st.batches_done, st.batches_total,
+            return Status(st.state, f"reading results: {printable(exc, 200)}", st.batches_done, st.batches_total,
                           updated_at=time.time())
         state["batches"] = batches
         if problems:
@@ -881,7 +857,7 @@ class LavaBackend(Backend):
         for b in sorted(batches, key=lambda b: b["index"]):
             samples[b["build"]] += b["samples"]
             warmups[b["build"]] += b["warmups"]
-        _atomic_write_json(run_dir / "result.json", {
+        atomic_write_json(run_dir / "result.json", {
             "samples": samples, "warmups": warmups, "metric": job.recipe.metric,
             "higher_is_better": job.recipe.higher_is_better,
             "order": [b["build"] for b in sorted(batches, key=lambda b: b["index"])],
@@ -930,7 +906,7 @@ class LavaBackend(Backend):
         st = self.poll(handle)
         if st.state != DONE:
             raise LabError(f"run {handle} is {st.state}: {st.message}")
-        res = _read_json(run_dir / "result.json")
+        res = read_json(run_dir / "result.json")
         if not res:
             raise LabError(f"run {handle} is done but result.json is missing")
         return Samples(res["samples"], log_path=str(run_dir / "run.log"), metric=res["metric"],
@@ -939,11 +915,11 @@ class LavaBackend(Backend):
     def cancel(self, handle: str, wait_s: float | None = None) -> Status:
         run_dir = self._run_dir(handle)
         (run_dir / "cancel").write_text(str(time.time()))
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         st = Status.from_dict(state.get("status") or {"state": FAILED})
         if st.finished:
             return st
-        pid = (_read_json(run_dir / "preparer.json", {}) or {}).get("pid")
+        pid = (read_json(run_dir / "preparer.json", {}) or {}).get("pid")
         if proc_alive_and_ours(pid, str(run_dir)):
             try:
                 os.killpg(pid, signal.SIGTERM)
@@ -956,9 +932,9 @@ class LavaBackend(Backend):
             if proc_alive_and_ours(pid, str(run_dir)):
                 os.killpg(pid, signal.SIGKILL)
         self._reap(handle)
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         state["cancel_requested"] = True
-        _atomic_write_json(run_dir / "state.json", state)
+        atomic_write_json(run_dir / "state.json", state)
         errors = []
         for j in state.get("jobs") or []:
             if j.get("lava_state") == "Finished":
@@ -986,8 +962,8 @@ class LavaBackend(Backend):
     def describe(self, handle: str) -> dict:
         run_dir = self._run_dir(handle)
         st = self.poll(handle)
-        spec = _read_json(run_dir / "spec.json", {})
-        state = _read_json(run_dir / "state.json", {}) or {}
+        spec = read_json(run_dir / "spec.json", {})
+        state = read_json(run_dir / "state.json", {}) or {}
         return {"backend": self.name, "handle": handle, "run_dir": str(run_dir), "status": st.to_dict(),
                 "job": spec.get("job"), "schedule": spec.get("schedule"), "server": self.cfg.url,
                 "jobs": [{**j, "url": f"{self.cfg.url}scheduler/job/{j['id']}"} for j in state.get("jobs", [])],
@@ -1016,11 +992,11 @@ def prepare(run_dir: Path) -> int:
     spec = json.loads((run_dir / "spec.json").read_text())
     cfg = LavaConfig(**spec["backend"])
     backend = LavaBackend(cfg)
-    state = _read_json(run_dir / "state.json", {}) or {}
+    state = read_json(run_dir / "state.json", {}) or {}
 
     def status(s: str, msg: str) -> None:
         state["status"] = Status(s, msg, 0, len(spec["schedule"]), updated_at=time.time()).to_dict()
-        _atomic_write_json(run_dir / "state.json", state)
+        atomic_write_json(run_dir / "state.json", state)
         backend._note(run_dir, msg)
 
     def check_cancel() -> None:
@@ -1067,7 +1043,7 @@ def prepare(run_dir: Path) -> int:
             (run_dir / f"definition-{part}.yaml").write_text(definition)
             ids = client.submit(definition)
             state["jobs"].append({"id": ids[0], "batches": idxs, "part": part})
-            _atomic_write_json(run_dir / "state.json", state)
+            atomic_write_json(run_dir / "state.json", state)
             backend._note(run_dir, f"submitted LAVA job {ids[0]} ({len(idxs)} batches): {cfg.url}scheduler/job/{ids[0]}")
         state["submitted"] = True
         status(QUEUED, f"submitted LAVA job(s) {', '.join(str(j['id']) for j in state['jobs'])}")
@@ -1086,20 +1062,20 @@ def prepare(run_dir: Path) -> int:
                 except LabError:
                     pass
             state["submitted"] = True
-            _atomic_write_json(run_dir / "state.json", state)
+            atomic_write_json(run_dir / "state.json", state)
         else:
             state["status"] = Status(FAILED, "cancelled by request (before submission)", 0, len(spec["schedule"]),
                                      True, time.time()).to_dict()
-            _atomic_write_json(run_dir / "state.json", state)
+            atomic_write_json(run_dir / "state.json", state)
         return 2
     except (BuildError, RecipeError, LabError, OSError, ValueError) as exc:
         if state.get("jobs"):
             state["submitted"] = True  # poll() cancels the submitted ones and reports the failure
             state["submit_incomplete"] = True
-            _atomic_write_json(run_dir / "state.json", state)
+            atomic_write_json(run_dir / "state.json", state)
             backend._note(run_dir, f"failed after submitting some jobs: {exc}")
         else:
-            status(FAILED, f"preparing the run failed: {_printable(exc, 400)}")
+            status(FAILED, f"preparing the run failed: {printable(exc, 400)}")
         return 1
 
 

@@ -13,7 +13,8 @@ result root (``/lkp/result/<testcase>/<params>/<tbox_group>/<rootfs>/<kconfig>/<
 reads its ``stats.json`` and, if present, the ``_rt`` ``matrix.json`` (one column per run,
 ``stats_source`` naming each run's stats.json) to cross-check, and takes the recipe's metric.
 
-Recipe -> LKP program (:data:`PROGRAMS`)
+Recipe -> LKP program (each recipe's ``lkp_job``, :mod:`bot.lab.recipes`; recipes without one
+are not offered to this backend)
 
 ===============  ==========================  =========================================  ======================
 recipe           suite / program key         stats.json key                             note
@@ -30,6 +31,8 @@ sysbench-fileio  ``sysbench-fileio``         ``sysbench-fileio.read_operations/s
 fio              ``fio-basic`` /             ``fio.<dir>_bw_MBps`` x 1.048576,           upstream; LKP's bw_MBps is
                  ``fio-setup-basic`` + ``fio``  ``fio.<dir>_iops``                      KiB/s / 1024 (MiB/s):
                                                                                         converted to MB/s (10^6)
+stress-ng        ``stress-ng`` (test,        ``stress-ng.<stressor>.ops_per_sec``       upstream (``run``/``parse``
+                 nr_threads, testtime)                                                  read in intel/lkp-tests)
 ===============  ==========================  =========================================  ======================
 
 Configuration: the hosts are ``[lab.ssh]``'s (see the ssh backend); ``[lab.lkp]`` adds
@@ -48,15 +51,16 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from bot.lab import parsers
-from bot.lab.backends import LabError, RunSpec
-from bot.lab.backends.ssh import (RELEASE_RE, SSH_KEYS, HostConfig, SshBackend, SshConfig, SshWorker, _Failed,
-                                  _default_work_dir, _lab_table, _printable, machines_from_config)
-from bot.lab.recipes import BLOCK_SIZES, RecipeError, RecipeSpec
+from bot.lab.backends.base import LabError, RunSpec
+from bot.lab.backends.ssh import (RELEASE_RE, SSH_KEYS, HostConfig, SshBackend, SshConfig, SshWorker, BatchFailed,
+                                  lab_table, machines_from_config)
+from bot.lab.backends.rundir import default_work_dir, printable, read_json
+from bot.lab.recipes import RecipeError, RecipeSpec
 
 TESTBOX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 COMMIT_RE = re.compile(r"^[0-9a-f]{7,40}$")
@@ -67,77 +71,13 @@ RESULT_ROOT_RE = re.compile(r"^/[A-Za-z0-9._/+%:=,@~-]{1,500}$")
 LKP_KEYS = {"work_dir", "machine", "lkp_command", "testbox", "extra_programs", "disk", "fs", "exclusive"}
 
 
-@dataclass(frozen=True)
-class Program:
-    suite: str
-    upstream: bool  # in intel/lkp-tests (else the testbox needs a local program of that name)
-
-
-PROGRAMS = {
-    "dd-seqwrite": Program("dd", False),
-    "dd-seqread": Program("dd", False),
-    "syscall-getpid": Program("perf-bench-syscall", True),
-    "sysbench-fileio": Program("sysbench-fileio", True),
-    "fio": Program("fio-basic", True),
-}
-FIO_MBPS_SCALE = 1024 * 1024 / 1e6  # LKP fio.*_bw_MBps is bw(KiB/s)/1024 = MiB/s -> MB/s
-
-
-def _program_blocks(recipe: RecipeSpec) -> list[tuple[str, dict | None]]:
-    """``[(program key, {param: value} or None)]`` for a recipe; values are ints, bools or
-    whitelisted enum strings only."""
-    p = recipe._recheck()
-    n = recipe.name
-    if n == "dd-seqwrite":
-        d = {"rw": "write", "bs": BLOCK_SIZES[p["bs"]], "count": p["count"]}
-        if p["sync"] == "fsync":
-            d["conv"] = "fsync"
-        if p["direct"]:
-            d["oflag"] = "direct"
-        return [("dd", d)]
-    if n == "dd-seqread":
-        d = {"rw": "read", "bs": BLOCK_SIZES[p["bs"]], "count": p["count"]}
-        if p["direct"]:
-            d["iflag"] = "direct"
-        return [("dd", d)]
-    if n == "syscall-getpid":
-        return [("perf-bench-syscall", {"op": "basic", "loop": p["iterations"]})]
-    if n == "sysbench-fileio":
-        d = {"period": f"{p['time_s']}s", "nr_threads": p["threads"], "size": f"{p['size_mib']}M",
-             "filenum": f"{p['file_num']}f", "rwmode": p["mode"], "iomode": p["io_mode"],
-             "blocksize": BLOCK_SIZES[p["block_size"]], "fsync_freq": p["fsync_freq"]}
-        if p["direct"]:
-            d["file_extra_flags"] = "direct"
-        return [("sysbench-fileio", d)]
-    if n == "fio":
-        d = {"rw": p["rw"], "bs": BLOCK_SIZES[p["bs"]], "ioengine": p["ioengine"], "iodepth": p["iodepth"],
-             "nr_task": p["numjobs"], "test_size": f"{p['size_mib'] * p['numjobs']}M",
-             "runtime": f"{p['runtime_s']}s"}
-        if p["runtime_s"]:
-            d["time_based"] = True
-        if p["direct"]:
-            d["direct"] = "direct"
-        return [("fio-setup-basic", d), ("fio", None)]
-    raise RecipeError(f"no LKP job template for {n}")  # pragma: no cover
-
-
 def stats_keys(recipe: RecipeSpec) -> tuple[list[str], float]:
     """(stats.json keys whose sum is the recipe's metric, scale to the recipe's unit)."""
-    m = recipe.metric
-    if m in ("dd.write_MBps", "dd.read_MBps"):
-        return [m], 1.0
-    if m == "syscall.calls_per_sec":
-        return ["perf-bench-syscall.getppid.ops_per_sec"], 1.0
-    if m == "sysbench-fileio.reads_per_sec":
-        return ["sysbench-fileio.read_operations/s"], 1.0
-    if m == "sysbench-fileio.writes_per_sec":
-        return ["sysbench-fileio.write_operations/s"], 1.0
-    if m == "sysbench-fileio.ops_per_sec":
-        return ["sysbench-fileio.read_operations/s", "sysbench-fileio.write_operations/s"], 1.0
-    mm = re.fullmatch(r"fio\.(read|write)_(bw_MBps|iops)", m)
-    if mm:
-        return [m], (FIO_MBPS_SCALE if mm.group(2) == "bw_MBps" else 1.0)
-    raise LabError(f"no LKP metric for {m}")  # pragma: no cover
+    try:
+        job = recipe.lkp_job()
+    except RecipeError as exc:
+        raise LabError(str(exc)) from None
+    return job.stats_keys, job.scale
 
 
 def _yaml_scalar(v) -> str:
@@ -158,8 +98,8 @@ def job_yaml(recipe: RecipeSpec, testbox: str, commit: str, repeat: int, *, disk
              fs: str | None = None) -> str:
     """An atomic LKP-tests job for ``recipe`` (see the module table).  Every value is a validated
     int, bool or whitelisted string; ``testbox``/``commit``/``disk``/``fs`` are checked here."""
-    if not isinstance(recipe, RecipeSpec) or recipe.name not in PROGRAMS:
-        raise LabError("job_yaml needs a catalogue RecipeSpec")
+    if not isinstance(recipe, RecipeSpec) or "lkp" not in recipe.backends:
+        raise LabError("job_yaml needs a registry RecipeSpec with an LKP job template")
     if not isinstance(testbox, str) or not TESTBOX_RE.match(testbox):
         raise LabError(f"testbox {testbox!r} must match {TESTBOX_RE.pattern}")
     if not isinstance(commit, str) or not (COMMIT_RE.match(commit) or RELEASE_RE.match(commit)):
@@ -170,7 +110,8 @@ def job_yaml(recipe: RecipeSpec, testbox: str, commit: str, repeat: int, *, disk
         raise LabError(f"disk {disk!r} must match {DISK_RE.pattern}")
     if fs is not None and not (isinstance(fs, str) and FS_RE.match(fs)):
         raise LabError(f"fs {fs!r} must be one of ext2/3/4, xfs, btrfs, f2fs")
-    suite = PROGRAMS[recipe.name].suite
+    job = recipe.lkp_job()
+    suite = job.suite
     lines = [f"# regtriage recipe {recipe.name} ({recipe.metric})",
              f"suite: {suite}", f"testcase: {suite}", "category: benchmark",
              f"testbox: {_yaml_scalar(testbox)}", f"commit: {_yaml_scalar(commit)}", f"repeat_to: {repeat}"]
@@ -178,7 +119,7 @@ def job_yaml(recipe: RecipeSpec, testbox: str, commit: str, repeat: int, *, disk
         lines.append(f"disk: {disk}")
     if fs:
         lines.append(f"fs: {fs}")
-    for key, params in _program_blocks(recipe):
+    for key, params in job.blocks:
         lines.append("")
         if params is None:
             lines.append(f"{key}:")
@@ -199,6 +140,7 @@ def build_commit(job: RunSpec, label: str, release: str) -> str:
 class LkpBackend(SshBackend):
     name = "lkp"
     kind = "lkp"
+    WORKER_MODULE = "bot.lab.backends.lkp"
 
     def __init__(self, cfg: SshConfig, lab_config: dict | None = None, lkp: dict | None = None,
                  locks_dir: str | None = None):
@@ -208,7 +150,7 @@ class LkpBackend(SshBackend):
 
     @classmethod
     def from_config(cls, config: dict | None = None, **overrides) -> "LkpBackend":
-        lab = _lab_table(config)
+        lab = lab_table(config)
         ssh = dict(lab.get("ssh") or {})
         lkp = dict(lab.get("lkp") or {})
         if not isinstance(ssh, dict) or not isinstance(lkp, dict):
@@ -234,9 +176,9 @@ class LkpBackend(SshBackend):
             if lkp.get(k) is not None and not (isinstance(lkp[k], str) and rx.match(lkp[k])):
                 raise LabError(f"[lab.lkp] {k} {lkp[k]!r} is not accepted")
         machines = machines_from_config(ssh)
-        cfg = SshConfig(work_dir=lkp.get("work_dir") or str(_default_work_dir("lkp")), machines=machines,
+        cfg = SshConfig(work_dir=lkp.get("work_dir") or str(default_work_dir("lkp")), machines=machines,
                         machine=lkp.get("machine", ssh.get("machine")), exclusive=lkp.get("exclusive", True))
-        ssh_work = Path(ssh.get("work_dir") or str(_default_work_dir("ssh"))).expanduser().resolve()
+        ssh_work = Path(ssh.get("work_dir") or str(default_work_dir("ssh"))).expanduser().resolve()
         return cls(cfg, lab, {"lkp_command": cmd, "extra_programs": extra, "testbox": lkp.get("testbox"),
                               "disk": lkp.get("disk"), "fs": lkp.get("fs")}, str(ssh_work / "locks"))
 
@@ -244,9 +186,7 @@ class LkpBackend(SshBackend):
         ok, why = recipe.supports("lkp")
         if not ok:
             return ok, why
-        prog = PROGRAMS.get(recipe.name)
-        if prog is None:
-            return False, f"no LKP job template for {recipe.name}"
+        prog = recipe.lkp_job()
         if not prog.upstream and prog.suite not in self.lkp.get("extra_programs", []):
             return False, (f"LKP-tests has no '{prog.suite}' program; list it in [lab.lkp] extra_programs "
                            "if the testboxes have a local one")
@@ -263,10 +203,8 @@ class LkpBackend(SshBackend):
                 "locks_dir": self.locks_dir}
 
     def describe(self, handle: str) -> dict:
-        from bot.lab.backends.ssh import _read_json
-
         d = super().describe(handle)
-        spec = _read_json(self._run_dir(handle) / "spec.json", {}) or {}
+        spec = read_json(self._run_dir(handle) / "spec.json", {}) or {}
         d["lkp"] = spec.get("lkp")
         return d
 
@@ -286,7 +224,7 @@ class LkpWorker(SshWorker):
             text = self.lkp["jobs"][label]
             res = self.remote(f"cat > {shlex.quote(path)}", timeout=60, stdin=text.encode())
             if res.rc != 0:
-                raise _Failed(f"cannot upload the LKP job to {path}: {_printable(res.stderr.strip(), 200)}")
+                raise BatchFailed(f"cannot upload the LKP job to {path}: {printable(res.stderr.strip(), 200)}")
             self.note(f"uploaded {path}")
 
     def read_remote(self, path: str, *, optional: bool = False) -> str | None:
@@ -296,35 +234,35 @@ class LkpWorker(SshWorker):
         if res.rc == 3 and optional:
             return None
         if res.rc != 0:
-            raise _Failed(f"cannot read {path} on the host (exit {res.rc})")
-        self.log.write(f"# {path}: {_printable(res.stdout.strip(), 2000)}\n")
+            raise BatchFailed(f"cannot read {path} on the host (exit {res.rc})")
+        self.log.write(f"# {path}: {printable(res.stdout.strip(), 2000)}\n")
         return res.stdout
 
     def iteration(self, index: int, label: str, i: int, batch_end: float) -> float:
         left = batch_end - time.monotonic()
         if left <= 0:
-            raise _Failed(f"batch timeout: {self.job.timeouts.batch_s:.0f}s exceeded")
+            raise BatchFailed(f"batch timeout: {self.job.timeouts.batch_s:.0f}s exceeded")
         link = f"{self.remote_dir}/result-{index:03d}-{i:02d}"
         res = self.step([self.lkp["command"], "run", "-o", link, self.job_paths[label]], left)
         if res.rc != 0:
-            raise _Failed(f"lkp run exited {res.rc}: {_printable((res.stderr or res.stdout).strip()[-200:], 200)}")
+            raise BatchFailed(f"lkp run exited {res.rc}: {printable((res.stderr or res.stdout).strip()[-200:], 200)}")
         rr = self.remote(f"readlink -f -- {shlex.quote(link)}", timeout=60)
         root = rr.stdout.strip()
         if rr.rc != 0 or not RESULT_ROOT_RE.match(root) or ".." in root.split("/"):
-            raise _Failed(f"lkp run left no usable result link {link}: {_printable(root or rr.stderr, 200)}")
+            raise BatchFailed(f"lkp run left no usable result link {link}: {printable(root or rr.stderr, 200)}")
         stats_path = f"{root}/stats.json"
         try:
             stats = parsers.parse_lkp_stats(self.read_remote(stats_path))
             mtext = self.read_remote(f"{root.rsplit('/', 1)[0]}/matrix.json", optional=True)
             matrix = parsers.parse_lkp_matrix(mtext) if mtext else None
         except parsers.ParseError as exc:
-            raise _Failed(f"{root}: {exc}") from None
+            raise BatchFailed(f"{root}: {exc}") from None
         total = 0.0
         for key in self.lkp["stats_keys"]:
             v = stats.get(key)
             mv = parsers.lkp_matrix_value(matrix, key, stats_path) if matrix else None
             if v is None and mv is None:
-                raise _Failed(f"{key} is not in {stats_path} (has: {', '.join(sorted(stats)[:10]) or 'nothing'})")
+                raise BatchFailed(f"{key} is not in {stats_path} (has: {', '.join(sorted(stats)[:10]) or 'nothing'})")
             if v is None:
                 v = mv
             elif mv is not None and abs(mv - v) > 1e-9 * max(abs(v), 1.0):
@@ -333,3 +271,15 @@ class LkpWorker(SshWorker):
         self.state.setdefault("result_roots", []).append({"batch": index, "build": label, "iteration": i,
                                                           "result_root": root})
         return total * float(self.lkp["scale"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] != "worker":
+        print("usage: python -m bot.lab.backends.lkp worker RUN_DIR", file=sys.stderr)
+        return 64
+    return LkpWorker(Path(argv[1])).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

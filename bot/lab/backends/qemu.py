@@ -36,6 +36,9 @@ console on QEMU's stdout, ``-nodefaults -no-reboot``, kernel command line
 ``console=ttyS0 quiet loglevel=1 panic=-1``.  The scratch area is a tmpfs in guest RAM, so
 ``dd`` recipes measure the kernel's page-cache/tmpfs paths, not a disk; ``direct`` I/O is not
 supported there.
+Recipes whose tool measures itself (perf bench, hackbench, stress-ng, sysbench cpu/memory) get
+the host's binary and its shared libraries in the initramfs (``guest_tools``, see
+:mod:`bot.lab.initramfs`); the guest echoes the tool's output as ``OUT`` lines in the console log.
 
 Configuration (``[lab.qemu]``): ``work_dir`` (default ``$REGTRIAGE_HOME/lab/qemu``),
 ``build_cache`` (default ``<work_dir>/builds``), ``deb_dir``, ``qemu_binary`` (default
@@ -62,7 +65,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bot.lab import initramfs as initramfs_mod
-from bot.lab.backends import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
+from bot.lab.backends.base import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
+from bot.lab.backends.rundir import Children, atomic_write_json, default_work_dir, printable, read_json
 from bot.lab.builds import BuildError, resolve
 from bot.lab.procs import proc_alive_and_ours
 from bot.lab.recipes import MiB, RecipeError, RecipeSpec
@@ -74,12 +78,6 @@ BENCH_RE = re.compile(r"^(BENCH|WARMUP) ([A-Za-z0-9_.-]{1,64})=([0-9]+(?:\.[0-9]
 START_MARK = "REGTRIAGE-START"
 END_MARK = "REGTRIAGE-END"
 PR_SET_PDEATHSIG = 1
-
-
-def _default_work_dir() -> Path:
-    from bot.config import default_home
-
-    return default_home() / "lab" / "qemu"
 
 
 @dataclass
@@ -117,19 +115,6 @@ class QemuConfig:
         return self.build_cache or os.path.join(self.work_dir, "builds")
 
 
-def _atomic_write_json(path: Path, data) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
-
-
-def _read_json(path: Path, default=None):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return default
-
-
 def qemu_marker(run_dir: Path) -> str:
     """A string in every qemu command line of a run (via ``-name``), to verify pids as ours."""
     return f"regtriage-{run_dir.name}"
@@ -156,7 +141,7 @@ class QemuBackend(Backend):
         self.cfg = cfg
         self.lab_config = {k: v for k, v in (lab_config or {}).items() if k != "qemu"}  # recipe limits
         self.work_dir = Path(cfg.work_dir)
-        self._children: dict[str, subprocess.Popen] = {}
+        self._children = Children()
 
     @classmethod
     def from_config(cls, config: dict | None = None, **overrides) -> "QemuBackend":
@@ -165,7 +150,7 @@ class QemuBackend(Backend):
             cfg = cfg["lab"]
         q = dict(cfg.get("qemu", {}) if isinstance(cfg.get("qemu", {}), dict) else {})
         q.update(overrides)
-        q.setdefault("work_dir", str(_default_work_dir()))
+        q.setdefault("work_dir", str(default_work_dir("qemu")))
         allowed = set(QemuConfig.__dataclass_fields__)
         unknown = set(q) - allowed
         if unknown:
@@ -219,6 +204,10 @@ class QemuBackend(Backend):
             raise LabError(f"qemu backend cannot run {job.recipe.name}: {why}")
         if job.good.arch != job.bad.arch:
             raise LabError("good and bad builds must have the same arch")
+        tools = job.recipe.recipe.guest_tools
+        if tools and job.good.arch != os.uname().machine:
+            raise LabError(f"{job.recipe.name} copies this host's {', '.join(tools)} into the guest: "
+                           f"the builds' arch {job.good.arch} must be the host's ({os.uname().machine})")
         if shutil.which(self.qemu_binary(job.good.arch)) is None:
             raise LabError(f"{self.qemu_binary(job.good.arch)} not found (Debian: apt-get install qemu-system-x86)")
         problem = initramfs_mod.busybox_problem(self.cfg.busybox)
@@ -236,11 +225,11 @@ class QemuBackend(Backend):
                 continue
         handle = f"qemu:{run_id}"
         schedule = job.schedule()
-        _atomic_write_json(run_dir / "spec.json", {"handle": handle, "job": job.to_dict(),
+        atomic_write_json(run_dir / "spec.json", {"handle": handle, "job": job.to_dict(),
                                                    "backend": asdict(self.cfg), "schedule": schedule,
                                                    "build_options": self.lab_config.get("build_options"),
                                                    "submitted_at": time.time()})
-        _atomic_write_json(run_dir / "state.json", {"status": Status(QUEUED, "waiting for the worker", 0, len(schedule),
+        atomic_write_json(run_dir / "state.json", {"status": Status(QUEUED, "waiting for the worker", 0, len(schedule),
                                                                      updated_at=time.time()).to_dict(),
                                                     "batches": [], "builds": {}, "accel": None})
         log = open(run_dir / "worker.log", "ab")
@@ -250,23 +239,21 @@ class QemuBackend(Backend):
                                     start_new_session=True, close_fds=True, cwd=str(run_dir))
         finally:
             log.close()
-        self._children[handle] = proc
-        _atomic_write_json(run_dir / "worker.json", {"pid": proc.pid, "pgid": proc.pid, "started_at": time.time()})
+        self._children.add(handle, proc)
+        atomic_write_json(run_dir / "worker.json", {"pid": proc.pid, "pgid": proc.pid, "started_at": time.time()})
         return handle
 
     def _reap(self, handle: str) -> None:
-        proc = self._children.get(handle)
-        if proc is not None and proc.poll() is not None:
-            self._children.pop(handle, None)
+        self._children.reap(handle)
 
     def _worker_pid(self, run_dir: Path) -> int | None:
-        w = _read_json(run_dir / "worker.json", {}) or {}
+        w = read_json(run_dir / "worker.json", {}) or {}
         return w.get("pid")
 
     def poll(self, handle: str) -> Status:
         run_dir = self._run_dir(handle)
         self._reap(handle)
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         st = Status.from_dict(state.get("status") or {"state": FAILED, "message": "state.json unreadable"})
         if st.finished:
             return st
@@ -279,20 +266,20 @@ class QemuBackend(Backend):
             return st
         # dead worker: it may have finished between our two reads
         self._reap(handle)
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         st = Status.from_dict(state.get("status") or {"state": FAILED})
         if st.finished:
             return st
         tail = ""
         try:
             lines = (run_dir / "worker.log").read_text(errors="replace").strip().splitlines()
-            tail = f"; worker.log: {_printable(lines[-1], 200)}" if lines else ""
+            tail = f"; worker.log: {printable(lines[-1], 200)}" if lines else ""
         except OSError:
             pass
         st = Status(FAILED, f"worker process {pid} died before finishing (last state: {st.state}: {st.message}){tail}",
                     st.batches_done, st.batches_total, updated_at=time.time())
         state["status"] = st.to_dict()
-        _atomic_write_json(run_dir / "state.json", state)
+        atomic_write_json(run_dir / "state.json", state)
         self._kill_leftovers(run_dir, state)
         return st
 
@@ -301,7 +288,7 @@ class QemuBackend(Backend):
         st = self.poll(handle)
         if st.state != DONE:
             raise LabError(f"run {handle} is {st.state}: {st.message}")
-        res = _read_json(run_dir / "result.json")
+        res = read_json(run_dir / "result.json")
         if not res:
             raise LabError(f"run {handle} is done but result.json is missing")
         return Samples(res["samples"], log_path=str(run_dir / "run.log"), metric=res["metric"],
@@ -330,14 +317,14 @@ class QemuBackend(Backend):
                     self._reap(handle)
                     time.sleep(0.05)
         self._reap(handle)
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         self._kill_leftovers(run_dir, state)
         st = Status.from_dict(state.get("status") or {"state": FAILED})
         if not st.finished:
             st = Status(FAILED, "cancelled by request", st.batches_done, st.batches_total, cancelled=True,
                         updated_at=time.time())
             state["status"] = st.to_dict()
-            _atomic_write_json(run_dir / "state.json", state)
+            atomic_write_json(run_dir / "state.json", state)
         return st
 
     def _kill_leftovers(self, run_dir: Path, state: dict) -> None:
@@ -352,8 +339,8 @@ class QemuBackend(Backend):
     def describe(self, handle: str) -> dict:
         run_dir = self._run_dir(handle)
         st = self.poll(handle)
-        spec = _read_json(run_dir / "spec.json", {})
-        state = _read_json(run_dir / "state.json", {}) or {}
+        spec = read_json(run_dir / "spec.json", {})
+        state = read_json(run_dir / "state.json", {}) or {}
         return {"backend": self.name, "handle": handle, "run_dir": str(run_dir), "status": st.to_dict(),
                 "job": spec.get("job"), "schedule": spec.get("schedule"), "batches": state.get("batches", []),
                 "builds": state.get("builds", {}), "accel": state.get("accel"), "log_path": str(run_dir / "run.log")}
@@ -384,11 +371,6 @@ def _set_pdeathsig() -> None:  # runs in the child between fork and exec
         pass
 
 
-def _printable(text: str, limit: int = 300) -> str:
-    text = "".join(c if c.isprintable() else " " for c in text)
-    return text[:limit]
-
-
 def parse_console(text: str) -> dict:
     """Parse a guest console log: start marker info, warm-up and measured samples, result."""
     out = {"started": False, "kernel": None, "ended": False, "result": None, "reason": None,
@@ -398,13 +380,13 @@ def parse_console(text: str) -> dict:
         if line.startswith(START_MARK):
             out["started"] = True
             m = re.search(r"kernel=(\S+)", line)
-            out["kernel"] = _printable(m.group(1), 100) if m else None
+            out["kernel"] = printable(m.group(1), 100) if m else None
         elif line == END_MARK:
             out["ended"] = True
         elif line.startswith("RESULT "):
             parts = line.split(" ", 2)
             out["result"] = parts[1] if len(parts) > 1 else None
-            out["reason"] = _printable(parts[2]) if len(parts) > 2 else None
+            out["reason"] = printable(parts[2]) if len(parts) > 2 else None
         else:
             m = BENCH_RE.match(line)
             if m and out["started"]:
@@ -421,7 +403,7 @@ class _Worker:
         self.job = RunSpec.from_dict(spec["job"], {"max_size": 1 << 40})
         self.schedule = [tuple(x) for x in spec["schedule"]]
         self.build_options = spec.get("build_options") or None  # [lab.builds] host settings (tree builds)
-        self.state = _read_json(run_dir / "state.json", {}) or {}
+        self.state = read_json(run_dir / "state.json", {}) or {}
         self.state.setdefault("batches", [])
         self.state.setdefault("builds", {})
         self.qemu: subprocess.Popen | None = None
@@ -432,7 +414,7 @@ class _Worker:
     def set_status(self, state: str, message: str, **kw) -> None:
         done = sum(1 for b in self.state["batches"] if b.get("ok"))
         self.state["status"] = Status(state, message, done, len(self.schedule), updated_at=time.time(), **kw).to_dict()
-        _atomic_write_json(self.run_dir / "state.json", self.state)
+        atomic_write_json(self.run_dir / "state.json", self.state)
 
     def note(self, text: str) -> None:
         self.log.write(f"# {time.strftime('%H:%M:%S')} {text}\n")
@@ -476,7 +458,7 @@ class _Worker:
         """(accelerator, is_probe)."""
         if self.cfg.accel != "auto":
             return self.cfg.accel, False
-        known = _read_json(self.accel_file())
+        known = read_json(self.accel_file())
         if isinstance(known, dict) and isinstance(known.get("kvm_works"), bool):
             return ("kvm" if known["kvm_works"] else "tcg"), False
         try:
@@ -489,7 +471,7 @@ class _Worker:
 
     def remember_kvm(self, works: bool, reason: str) -> None:
         self.note(f"accel: KVM {'works' if works else 'does not work'} ({reason})")
-        _atomic_write_json(self.accel_file(), {"kvm_works": works, "reason": reason, "checked_at": time.time()})
+        atomic_write_json(self.accel_file(), {"kvm_works": works, "reason": reason, "checked_at": time.time()})
 
     # -- one boot -------------------------------------------------------------------------------
     def boot(self, index: int, label: str, kernel: str, initrd: Path, accel: str, mem: int,
@@ -550,7 +532,7 @@ class _Worker:
         parsed = parse_console(text)
         if failure is None:
             if not parsed["started"]:
-                last = _printable(" | ".join((stderr.strip().splitlines() or text.strip().splitlines() or ["no output"])[-2:]))
+                last = printable(" | ".join((stderr.strip().splitlines() or text.strip().splitlines() or ["no output"])[-2:]))
                 failure = f"guest never reached init (qemu exit {rc}): {last}"
             elif parsed["result"] != "ok":
                 failure = (f"guest reported failure: {parsed['reason']}" if parsed["result"] == "fail"
@@ -589,7 +571,7 @@ class _Worker:
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
         pid_info = {"pid": os.getpid(), "pgid": os.getpgid(0), "started_at": time.time()}
-        _atomic_write_json(self.run_dir / "worker.json", pid_info)
+        atomic_write_json(self.run_dir / "worker.json", pid_info)
         try:
             self.check_cancel()
             self.set_status(RUNNING, "resolving builds")
@@ -647,7 +629,7 @@ class _Worker:
             for b in self.state["batches"]:
                 samples[b["build"]] += b["samples"]
                 warmups[b["build"]] += b["warmups"]
-            _atomic_write_json(self.run_dir / "result.json", {
+            atomic_write_json(self.run_dir / "result.json", {
                 "samples": samples, "warmups": warmups, "metric": self.job.recipe.metric,
                 "higher_is_better": self.job.recipe.higher_is_better,
                 "order": [b["build"] for b in self.state["batches"]], "accel": self.state["accel"],

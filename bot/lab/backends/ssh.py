@@ -1,5 +1,6 @@
-"""The ``ssh`` lab backend: run a recipe's real tools (dd, fio, sysbench, perf bench) on a lab
-host over SSH, on hosts booted into the wanted kernels (or switched by a configured command).
+"""The ``ssh`` lab backend: run a recipe's real tools (dd, fio, sysbench, perf bench, hackbench,
+stress-ng: see :mod:`bot.lab.recipes`) on a lab host over SSH, on hosts booted into the wanted
+kernels (or switched by a configured command).
 
 How a run works
 ---------------
@@ -23,7 +24,8 @@ How a run works
      batch (a host that rebooted mid-batch is caught).
   2. ``warmup`` discarded iterations then ``samples_per_batch`` measured ones; each iteration runs
      the recipe's :meth:`~bot.lab.recipes.RecipeSpec.host_argv` steps in the remote run directory,
-     the last step being the measured one, parsed by :mod:`bot.lab.parsers`.
+     the last step being the measured one, parsed by the recipe's own parser
+     (:meth:`~bot.lab.recipes.RecipeSpec.parse_output`).
 * Remote commands are built **only** from the recipe's validated argv (``shlex.join``), the
   validated run directory, and the configured host settings (boot commands, ``uname_command``);
   nothing from mail reaches a shell.  Each step runs as
@@ -81,7 +83,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bot.lab import parsers
-from bot.lab.backends import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
+from bot.lab.backends.base import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
+from bot.lab.backends.rundir import Children, atomic_write_json, default_work_dir, printable, read_json
 from bot.lab.builds import BuildSpec
 from bot.lab.procs import proc_alive_and_ours
 from bot.lab.recipes import SAFE_SCRATCH_RE, RecipeError, RecipeSpec, make_recipe
@@ -92,29 +95,6 @@ HOST_RE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9-]{1,
 USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 MACHINE_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 LOG_LIMIT = 20000  # bytes of stdout/stderr per command kept in run.log
-
-
-def _default_work_dir(kind: str = "ssh") -> Path:
-    from bot.config import default_home
-
-    return default_home() / "lab" / kind
-
-
-def _atomic_write_json(path: Path, data) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
-
-
-def _read_json(path: Path, default=None):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return default
-
-
-def _printable(text: str, limit: int = 300) -> str:
-    return "".join(c if c.isprintable() else " " for c in text)[:limit]
 
 
 def validate_release(release) -> str:
@@ -223,7 +203,7 @@ HOST_KEYS = set(HostConfig.__dataclass_fields__) - {"name"}
 SSH_KEYS = HOST_KEYS | {"work_dir", "machine", "machines", "exclusive"}
 
 
-def _lab_table(config: dict | None) -> dict:
+def lab_table(config: dict | None) -> dict:
     cfg = dict(config or {})
     if isinstance(cfg.get("lab"), dict):
         cfg = cfg["lab"]
@@ -261,7 +241,7 @@ class _Cancelled(Exception):
     pass
 
 
-class _Failed(Exception):
+class BatchFailed(Exception):
     pass
 
 
@@ -304,10 +284,10 @@ class SshSession:
             if "not found in known_hosts" in msg:
                 raise LabError(f"host key verification failed for {h.host}:{h.port}: no key in "
                                f"{h.known_hosts} (refused)") from None
-            raise LabError(f"ssh to {h.user}@{h.host}:{h.port} failed: {_printable(msg)}") from None
+            raise LabError(f"ssh to {h.user}@{h.host}:{h.port} failed: {printable(msg)}") from None
         except (OSError, EOFError) as exc:
             client.close()
-            raise LabError(f"cannot connect to {h.host}:{h.port}: {_printable(str(exc))}") from None
+            raise LabError(f"cannot connect to {h.host}:{h.port}: {printable(str(exc))}") from None
         transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(15)
@@ -341,7 +321,7 @@ class SshSession:
                 chan.sendall(stdin)
             chan.shutdown_write()
         except Exception as exc:  # noqa: BLE001 - paramiko raises SSHException/EOFError/OSError
-            raise LabError(f"ssh channel failed: {_printable(str(exc)) or type(exc).__name__}") from None
+            raise LabError(f"ssh channel failed: {printable(str(exc)) or type(exc).__name__}") from None
         out, err = bytearray(), bytearray()
         try:
             while True:
@@ -441,16 +421,17 @@ class SshConfig:
 class SshBackend(Backend):
     name = "ssh"
     kind = "ssh"  # written into spec.json; the worker builds its executor from it
+    WORKER_MODULE = "bot.lab.backends.ssh"  # python -m <this> worker RUN_DIR runs the batches
 
     def __init__(self, cfg: SshConfig, lab_config: dict | None = None):
         self.cfg = cfg
         self.lab_config = {k: v for k, v in (lab_config or {}).items() if k not in ("ssh", "lkp", "qemu", "lava")}
         self.work_dir = Path(cfg.work_dir)
-        self._children: dict[str, subprocess.Popen] = {}
+        self._children = Children()
 
     @classmethod
     def from_config(cls, config: dict | None = None, **overrides) -> "SshBackend":
-        lab = _lab_table(config)
+        lab = lab_table(config)
         ssh = dict(lab.get("ssh") or {})
         if not isinstance(ssh, dict):
             raise LabError("[lab.ssh] must be a table")
@@ -458,7 +439,7 @@ class SshBackend(Backend):
         unknown = set(ssh) - SSH_KEYS
         if unknown:
             raise LabError(f"[lab.ssh] unknown keys: {sorted(unknown)}")
-        cfg = SshConfig(work_dir=ssh.get("work_dir") or str(_default_work_dir(cls.kind)),
+        cfg = SshConfig(work_dir=ssh.get("work_dir") or str(default_work_dir(cls.kind)),
                         machines=machines_from_config(ssh), machine=ssh.get("machine"),
                         exclusive=ssh.get("exclusive", True))
         return cls(cfg, lab)
@@ -515,37 +496,35 @@ class SshBackend(Backend):
                 continue
         handle = f"{self.name}:{run_id}"
         schedule = job.schedule()
-        _atomic_write_json(run_dir / "spec.json", {
+        atomic_write_json(run_dir / "spec.json", {
             "handle": handle, "kind": self.kind, "job": job.to_dict(), "host": asdict(host),
             "releases": releases, "schedule": schedule, "work_dir": self.cfg.work_dir,
             "exclusive": self.cfg.exclusive, "lab_limits": self.lab_config, "submitted_at": time.time(),
             **self.extra_spec(job, host, releases)})
-        _atomic_write_json(run_dir / "state.json", {
+        atomic_write_json(run_dir / "state.json", {
             "status": Status(QUEUED, "waiting for the worker", 0, len(schedule), updated_at=time.time()).to_dict(),
             "batches": []})
         log = open(run_dir / "worker.log", "ab")
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "bot.lab.backends.ssh", "worker", str(run_dir)],
+            proc = subprocess.Popen([sys.executable, "-m", self.WORKER_MODULE, "worker", str(run_dir)],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, close_fds=True, cwd=str(run_dir))
         finally:
             log.close()
-        self._children[handle] = proc
-        _atomic_write_json(run_dir / "worker.json", {"pid": proc.pid, "pgid": proc.pid, "started_at": time.time()})
+        self._children.add(handle, proc)
+        atomic_write_json(run_dir / "worker.json", {"pid": proc.pid, "pgid": proc.pid, "started_at": time.time()})
         return handle
 
     def _reap(self, handle: str) -> None:
-        proc = self._children.get(handle)
-        if proc is not None and proc.poll() is not None:
-            self._children.pop(handle, None)
+        self._children.reap(handle)
 
     def _worker_pid(self, run_dir: Path):
-        return (_read_json(run_dir / "worker.json", {}) or {}).get("pid")
+        return (read_json(run_dir / "worker.json", {}) or {}).get("pid")
 
     def poll(self, handle: str) -> Status:
         run_dir = self._run_dir(handle)
         self._reap(handle)
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         st = Status.from_dict(state.get("status") or {"state": FAILED, "message": "state.json unreadable"})
         if st.finished:
             return st
@@ -556,20 +535,20 @@ class SshBackend(Backend):
         if proc_alive_and_ours(pid, str(run_dir)):
             return st
         self._reap(handle)
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         st = Status.from_dict(state.get("status") or {"state": FAILED})
         if st.finished:
             return st
         tail = ""
         try:
             lines = (run_dir / "worker.log").read_text(errors="replace").strip().splitlines()
-            tail = f"; worker.log: {_printable(lines[-1], 200)}" if lines else ""
+            tail = f"; worker.log: {printable(lines[-1], 200)}" if lines else ""
         except OSError:
             pass
         st = Status(FAILED, f"worker process {pid} died before finishing (last state: {st.state}: {st.message}){tail}",
                     st.batches_done, st.batches_total, updated_at=time.time())
         state["status"] = st.to_dict()
-        _atomic_write_json(run_dir / "state.json", state)
+        atomic_write_json(run_dir / "state.json", state)
         self._kill_remote(run_dir)
         return st
 
@@ -578,7 +557,7 @@ class SshBackend(Backend):
         st = self.poll(handle)
         if st.state != DONE:
             raise LabError(f"run {handle} is {st.state}: {st.message}")
-        res = _read_json(run_dir / "result.json")
+        res = read_json(run_dir / "result.json")
         if not res:
             raise LabError(f"run {handle} is done but result.json is missing")
         return Samples(res["samples"], log_path=str(run_dir / "run.log"), metric=res["metric"],
@@ -588,8 +567,8 @@ class SshBackend(Backend):
         """Best effort: kill the remote step of a run whose worker is gone (a remote command
         otherwise keeps running after its ssh connection drops).  A failed connection is retried
         (a loaded host can be slow to answer); the outcome is recorded in ``state.json``."""
-        spec = _read_json(run_dir / "spec.json", {}) or {}
-        state = _read_json(run_dir / "state.json", {}) or {}
+        spec = read_json(run_dir / "spec.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         rundir = state.get("remote_dir")
         if not rundir or not state.get("remote_busy"):
             return
@@ -614,14 +593,14 @@ class SshBackend(Backend):
                 continue
             finally:
                 s.close()
-            state = _read_json(run_dir / "state.json", {}) or {}
+            state = read_json(run_dir / "state.json", {}) or {}
             state["remote_busy"] = False
             state["remote_cleanup"] = f"remote step killed after the worker died (attempt {attempt + 1})"
-            _atomic_write_json(run_dir / "state.json", state)
+            atomic_write_json(run_dir / "state.json", state)
             return
-        state = _read_json(run_dir / "state.json", {}) or {}
-        state["remote_cleanup"] = f"could not kill the remote step: {_printable(error, 200)}"
-        _atomic_write_json(run_dir / "state.json", state)
+        state = read_json(run_dir / "state.json", {}) or {}
+        state["remote_cleanup"] = f"could not kill the remote step: {printable(error, 200)}"
+        atomic_write_json(run_dir / "state.json", state)
 
     def cancel(self, handle: str, grace_s: float = 15.0) -> Status:
         run_dir = self._run_dir(handle)
@@ -644,20 +623,20 @@ class SshBackend(Backend):
                 time.sleep(0.2)
         self._reap(handle)
         self._kill_remote(run_dir)
-        state = _read_json(run_dir / "state.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         st = Status.from_dict(state.get("status") or {"state": FAILED})
         if not st.finished:
             st = Status(FAILED, "cancelled by request", st.batches_done, st.batches_total, cancelled=True,
                         updated_at=time.time())
             state["status"] = st.to_dict()
-            _atomic_write_json(run_dir / "state.json", state)
+            atomic_write_json(run_dir / "state.json", state)
         return st
 
     def describe(self, handle: str) -> dict:
         run_dir = self._run_dir(handle)
         st = self.poll(handle)
-        spec = _read_json(run_dir / "spec.json", {}) or {}
-        state = _read_json(run_dir / "state.json", {}) or {}
+        spec = read_json(run_dir / "spec.json", {}) or {}
+        state = read_json(run_dir / "state.json", {}) or {}
         host = spec.get("host") or {}
         return {"backend": self.name, "handle": handle, "run_dir": str(run_dir), "status": st.to_dict(),
                 "job": spec.get("job"), "schedule": spec.get("schedule"), "releases": spec.get("releases"),
@@ -683,7 +662,7 @@ class SshWorker:
         self.job = RunSpec.from_dict(self.spec["job"], {"max_size": 1 << 40})
         self.schedule = [tuple(x) for x in self.spec["schedule"]]
         self.releases = self.spec["releases"]
-        self.state = _read_json(run_dir / "state.json", {}) or {}
+        self.state = read_json(run_dir / "state.json", {}) or {}
         self.state.setdefault("batches", [])
         self.deadline = time.monotonic() + self.job.timeouts.total_s
         self.log = open(run_dir / "run.log", "a", encoding="utf-8", errors="replace")
@@ -697,10 +676,10 @@ class SshWorker:
     def set_status(self, state: str, message: str, **kw) -> None:
         done = sum(1 for b in self.state["batches"] if b.get("ok"))
         self.state["status"] = Status(state, message, done, len(self.schedule), updated_at=time.time(), **kw).to_dict()
-        _atomic_write_json(self.run_dir / "state.json", self.state)
+        atomic_write_json(self.run_dir / "state.json", self.state)
 
     def save(self) -> None:
-        _atomic_write_json(self.run_dir / "state.json", self.state)
+        atomic_write_json(self.run_dir / "state.json", self.state)
 
     def note(self, text: str) -> None:
         self.log.write(f"# {time.strftime('%H:%M:%S')} {text}\n")
@@ -710,7 +689,7 @@ class SshWorker:
         if self.stop_requested or (self.run_dir / "cancel").exists():
             raise _Cancelled()
         if time.monotonic() > self.deadline:
-            raise _Failed(f"total timeout of {self.job.timeouts.total_s:.0f}s exceeded")
+            raise BatchFailed(f"total timeout of {self.job.timeouts.total_s:.0f}s exceeded")
 
     def _on_term(self, signum, frame):
         self.stop_requested = True
@@ -785,20 +764,20 @@ class SshWorker:
         res = self.remote(self.host.uname_command, timeout=60)
         rel = res.stdout.strip()
         if res.rc != 0 or not rel:
-            raise _Failed(f"'{self.host.uname_command}' failed on {self.host.host} (exit {res.rc}): "
-                          f"{_printable(res.stderr.strip(), 200)}")
-        return _printable(rel.splitlines()[-1].strip(), 100)
+            raise BatchFailed(f"'{self.host.uname_command}' failed on {self.host.host} (exit {res.rc}): "
+                          f"{printable(res.stderr.strip(), 200)}")
+        return printable(rel.splitlines()[-1].strip(), 100)
 
     def ensure_kernel(self, label: str) -> str:
         """Make the host run the build's kernel; returns the release seen (== expected) or
-        raises _Failed with the reason."""
+        raises BatchFailed with the reason."""
         want = self.releases[label]
         have = self.running_release()
         if have == want:
             return have
         cmd = self.host.boot_command(label, want)
         if cmd is None:
-            raise _Failed(f"host {self.host.host} runs kernel {have}, expected {want} for build {label}, "
+            raise BatchFailed(f"host {self.host.host} runs kernel {have}, expected {want} for build {label}, "
                           "and no boot command is configured (kernels/boot_switch)")
         self.note(f"host runs {have}; switching to {want} for build {label}")
         self.set_status(RUNNING, f"switching {self.host.host} to {want} ({label})")
@@ -807,10 +786,10 @@ class SshWorker:
             res = self.remote(cmd, timeout=self.job.timeouts.boot_s)
         except LabError as exc:
             if not self.host.reboot:
-                raise _Failed(f"boot command for {want} failed: {exc}") from None
+                raise BatchFailed(f"boot command for {want} failed: {exc}") from None
             self.note(f"boot command ended with: {exc} (expected while the host reboots)")
         if res is not None and res.rc != 0 and not self.host.reboot:
-            raise _Failed(f"boot command for {want} failed (exit {res.rc}): {_printable(res.stderr.strip(), 200)}")
+            raise BatchFailed(f"boot command for {want} failed (exit {res.rc}): {printable(res.stderr.strip(), 200)}")
         if self.host.reboot:
             self.session.close()
             end = time.monotonic() + self.job.timeouts.boot_s
@@ -827,14 +806,14 @@ class SshWorker:
                 except LabError as exc:
                     last = exc
                     if "host key verification failed" in str(exc):
-                        raise _Failed(str(exc)) from None
+                        raise BatchFailed(str(exc)) from None
                 if time.monotonic() > end:
-                    raise _Failed(f"host did not come back within {self.job.timeouts.boot_s:.0f}s "
+                    raise BatchFailed(f"host did not come back within {self.job.timeouts.boot_s:.0f}s "
                                   f"after switching to {want}: {last}")
                 time.sleep(2)
         have = self.running_release()
         if have != want:
-            raise _Failed(f"host {self.host.host} runs kernel {have} after the boot command, "
+            raise BatchFailed(f"host {self.host.host} runs kernel {have} after the boot command, "
                           f"expected {want} for build {label}")
         return have
 
@@ -842,7 +821,7 @@ class SshWorker:
     def prepare_remote(self) -> None:
         res = self.remote(f"mkdir -p -- {shlex.quote(self.remote_dir)}", timeout=60)
         if res.rc != 0:
-            raise _Failed(f"cannot create {self.remote_dir} on {self.host.host}: {_printable(res.stderr.strip(), 200)}")
+            raise BatchFailed(f"cannot create {self.remote_dir} on {self.host.host}: {printable(res.stderr.strip(), 200)}")
 
     def iteration(self, index: int, label: str, i: int, batch_end: float) -> float:
         """Run one iteration of the recipe; return the metric value."""
@@ -852,16 +831,16 @@ class SshWorker:
         for n, argv in enumerate(steps):
             left = batch_end - time.monotonic()
             if left <= 0:
-                raise _Failed(f"batch timeout: {self.job.timeouts.batch_s:.0f}s exceeded")
+                raise BatchFailed(f"batch timeout: {self.job.timeouts.batch_s:.0f}s exceeded")
             out = self.step(argv, left)
             if out.rc != 0:
-                raise _Failed(f"{argv[0]} exited {out.rc}: {_printable((out.stderr or out.stdout).strip()[-200:], 200)}")
+                raise BatchFailed(f"{argv[0]} exited {out.rc}: {printable((out.stderr or out.stdout).strip()[-200:], 200)}")
             if n == measured:
                 res = out
         try:
-            return parsers.metric_value(self.job.recipe.metric, res.stdout, res.stderr)
+            return self.job.recipe.parse_output(res.stdout, res.stderr)
         except parsers.ParseError as exc:
-            raise _Failed(f"cannot parse {steps[measured][0]} output: {exc}") from None
+            raise BatchFailed(f"cannot parse {steps[measured][0]} output: {exc}") from None
 
     def run_batch(self, index: int, label: str, n_samples: int) -> dict:
         t0 = time.monotonic()
@@ -877,14 +856,14 @@ class SshWorker:
                 self.check_cancel()
                 v = self.iteration(index, label, i, batch_end)
                 if not v > 0:
-                    raise _Failed(f"non-positive sample {v}")
+                    raise BatchFailed(f"non-positive sample {v}")
                 (batch["warmups"] if i < self.job.warmup else batch["samples"]).append(v)
                 self.note(f"{'WARMUP' if i < self.job.warmup else 'BENCH'} {self.job.recipe.metric}={v:.6g}")
             after = self.running_release()
             if after != self.releases[label]:
-                raise _Failed(f"host kernel changed during the batch: {after}, expected {self.releases[label]}")
+                raise BatchFailed(f"host kernel changed during the batch: {after}, expected {self.releases[label]}")
             batch["ok"] = True
-        except _Failed as exc:
+        except BatchFailed as exc:
             batch["error"] = str(exc)
         except LabError as exc:
             batch["error"] = str(exc)
@@ -897,7 +876,7 @@ class SshWorker:
                 self.remote(f"rm -rf -- {shlex.quote(self.remote_dir)}", timeout=120, cancellable=False)
                 self.state["remote_busy"] = False
                 self.save()
-        except (LabError, _Cancelled, _Failed) as exc:
+        except (LabError, _Cancelled, BatchFailed) as exc:
             self.note(f"remote cleanup failed: {exc}")
 
     def begin(self) -> None:
@@ -907,7 +886,7 @@ class SshWorker:
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
-        _atomic_write_json(self.run_dir / "worker.json",
+        atomic_write_json(self.run_dir / "worker.json",
                            {"pid": os.getpid(), "pgid": os.getpgid(0), "started_at": time.time()})
         try:
             self.check_cancel()
@@ -918,7 +897,7 @@ class SshWorker:
             try:
                 self.connect()
             except LabError as exc:
-                raise _Failed(str(exc)) from None
+                raise BatchFailed(str(exc)) from None
             self.state["remote_dir"] = self.remote_dir
             self.prepare_remote()
             self.begin()
@@ -938,7 +917,7 @@ class SshWorker:
                 samples[b["build"]] += b["samples"]
                 warmups[b["build"]] += b["warmups"]
             self.cleanup_remote()
-            _atomic_write_json(self.run_dir / "result.json", {
+            atomic_write_json(self.run_dir / "result.json", {
                 "samples": samples, "warmups": warmups, "metric": self.job.recipe.metric,
                 "higher_is_better": self.job.recipe.higher_is_better,
                 "order": [b["build"] for b in self.state["batches"]], "releases": self.releases,
@@ -952,7 +931,7 @@ class SshWorker:
             self.cleanup_remote()
             self.set_status(FAILED, "cancelled by request", cancelled=True)
             return 2
-        except (_Failed, LabError, RecipeError, OSError) as exc:
+        except (BatchFailed, LabError, RecipeError, OSError) as exc:
             self.note(f"failed: {exc}")
             self.cleanup_remote()
             self.set_status(FAILED, str(exc))
@@ -972,13 +951,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 2 or argv[0] != "worker":
         print("usage: python -m bot.lab.backends.ssh worker RUN_DIR", file=sys.stderr)
         return 64
-    run_dir = Path(argv[1])
-    kind = (_read_json(run_dir / "spec.json", {}) or {}).get("kind")
-    if kind == "lkp":
-        from bot.lab.backends.lkp import LkpWorker
-
-        return LkpWorker(run_dir).run()
-    return SshWorker(run_dir).run()
+    return SshWorker(Path(argv[1])).run()
 
 
 if __name__ == "__main__":

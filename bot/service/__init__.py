@@ -1,0 +1,2 @@
+"""``regtriage run``: the long-running bot (``run``), its optional parts attached when configured
+(``hooks``: lab scheduler, notifications) and the notification loop (``notify``)."""
