@@ -39,6 +39,17 @@ demo: install
 	@echo "== would the demo lab (one local QEMU machine) rerun it? (the reasons when not)"
 	-$(DEMO) lab match "$(DEMO_RECORD)"
 	-$(DEMO) lab plan "$(DEMO_RECORD)"
+	@echo "== builds from a kernel tree with TuxMake: Debian's linux-source-6.1 in git (+ a slow commit), a report about it"
+	@if [ -f /usr/src/linux-source-6.1.tar.xz ]; then \
+	  $(BIN)/python tests/linux_tree.py >/dev/null && \
+	  $(BIN)/python tests/linux_tree.py --demo-report > "$(DEMO_HOME)/syscall-report.eml" && \
+	  $(DEMO) ingest "$(DEMO_HOME)/syscall-report.eml" >/dev/null && \
+	  rid=$$($(DEMO) query "write_null" --json | $(BIN)/python -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])') && \
+	  $(DEMO) lab plan "$$rid"; \
+	  echo "== to build both kernels (a few minutes each with 2 cores; cached, ccache):"; \
+	  echo '   $(DEMO) lab build <commit>   (the two commits above)'; \
+	  echo '   $(DEMO) rerun '"$$rid"' --wait   (builds, boots both under QEMU, judges)'; \
+	else echo "(apt-get install linux-source-6.1 for this part)"; fi
 
 system-deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

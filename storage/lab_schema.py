@@ -1,6 +1,6 @@
 """Tables of the lab scheduler (bot.lab.scheduler), on the shared ``storage.schema.metadata``.
 
-Created by migration 0005 (storage/migrations/versions/0005_lab.py); keep the two in step.
+Created by migrations 0005 (jobs) and 0009 (bisections); keep them in step.
 
 * ``lab_jobs``: one row per confirmation rerun of a record -- its plan (recipe, builds, run
   counts: JSON), the machine it was matched to, its state, the backend handle of the run in
@@ -18,7 +18,7 @@ Job states: ``waiting`` (no machine fits yet), ``queued``, ``submitting``, ``run
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Boolean, Column, DateTime, ForeignKey, Index, Integer, String, Table, Text
+from sqlalchemy import JSON, Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, String, Table, Text
 
 import storage.tracker_schema  # noqa: F401 - the "regressions" table the foreign key names
 from storage.schema import metadata
@@ -80,3 +80,51 @@ lab_job_events = Table(
     Column("owner", String(128)),
 )
 Index("ix_lab_job_events_job", lab_job_events.c.job_id, lab_job_events.c.id)
+
+# -- automatic bisections (bot.lab.bisect_driver; SQL in storage/bisections.py; migration 0009) -----
+BISECT_STATES = ("queued", "running", "done", "failed", "cancelled")
+BISECT_ACTIVE = ("queued", "running")
+
+lab_bisections = Table(
+    "lab_bisections", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("regression_id", Integer, ForeignKey("regressions.id", ondelete="CASCADE")),
+    Column("state", String(16), nullable=False),  # BISECT_STATES
+    Column("tree", Text, nullable=False),  # the configured kernel tree (path)
+    Column("good_ref", String(200)),  # as the record / command gave them
+    Column("bad_ref", String(200)),
+    Column("machine", String(64)),  # the lab machine every step runs on
+    Column("plan", JSON, nullable=False),  # recipe, run settings, build settings, bounds
+    Column("bisect", JSON),  # bot.lab.bisection state: range, goods, bad, skipped, steps, lab_s
+    Column("ends", JSON),  # samples of the good and bad ends {"good": [...], "bad": [...], "metric", ...}
+    Column("result", JSON),  # {"kind", "culprit", "candidates", "log", "reason"}
+    Column("owner", String(128)),  # the worker advancing it ...
+    Column("lease_until", TZ),  # ... until then
+    Column("cancel_requested", Boolean, nullable=False, default=False),
+    Column("record_updated", Boolean, nullable=False, default=False),
+    Column("message", Text),
+    Column("created_at", TZ, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+    Column("finished_at", TZ),
+)
+Index("ix_lab_bisections_state", lab_bisections.c.state)
+Index("ix_lab_bisections_regression", lab_bisections.c.regression_id)
+
+lab_bisection_steps = Table(
+    "lab_bisection_steps", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("bisection_id", Integer, ForeignKey("lab_bisections.id", ondelete="CASCADE"), nullable=False),
+    Column("n", Integer, nullable=False),  # 0: the ends, 1.. the steps
+    Column("commit", String(64), nullable=False),
+    Column("state", String(16), nullable=False),  # building, running, done
+    Column("build", JSON),  # the build's result (entry, image, status, reason, log tail)
+    Column("handle", String(200)),  # backend run in flight
+    Column("samples", JSON),  # {"good": [...], "step": [...]} collected so far
+    Column("verdict", String(16)),  # good / bad / skip (None while in progress)
+    Column("change_percent", Float),
+    Column("judgement", JSON),
+    Column("lab_s", Float),  # lab time spent (builds + runs)
+    Column("started_at", TZ, nullable=False),
+    Column("finished_at", TZ),
+)
+Index("ix_lab_bisection_steps", lab_bisection_steps.c.bisection_id, lab_bisection_steps.c.n, unique=True)

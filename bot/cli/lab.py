@@ -423,3 +423,110 @@ def register(main: click.Group) -> None:
                 click.echo(f"verdict: {r}")
         for e in job["events"]:
             click.echo(f"  {_when(e['at'])} {e['state'] or '-':10s} {e['message'] or ''}")
+
+    register_builds(main, lab_group)
+
+
+def register_builds(main: click.Group, lab_group: click.Group) -> None:
+    """``lab build REF`` and ``bisect ID`` (bot.lab.kbuild, bot.lab.bisect_driver)."""
+
+    @lab_group.command("build")
+    @click.argument("ref")
+    @click.option("--machine", default=None, help="Use this machine's base config ([lab.builds] base_config).")
+    @click.option("--tree", default=None, help="Build in this configured tree (default: the first that has REF).")
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def lab_build(obj, ref, machine, tree, as_json):
+        """Build REF (a tag, next-YYYYMMDD, a version, a commit id) from a configured kernel tree
+        with TuxMake, or take it from the build cache; prints where the image is."""
+        from bot.lab.kbuild import BuildFailed, tree_kernel
+        from bot.lab.plan import REF_RE, BuildMap
+
+        if not REF_RE.match(ref):
+            raise click.BadParameter("not a version, tag or commit id", param_hint="REF")
+        try:
+            bm = BuildMap.from_config(obj.config)
+            if tree is not None:
+                if tree not in bm.trees:
+                    raise click.ClickException(f"{tree} is not a configured tree ({', '.join(bm.trees) or 'none'})")
+                bm.trees = [tree]
+            found = bm.find_in_trees(ref)
+            if found is None:
+                raise click.ClickException(f"{ref!r} is in none of the kernel trees "
+                                           f"({', '.join(bm.trees) or 'none configured: [lab.builds] trees'})")
+            spec = bm.tree_spec(found[0], found[1], machine)
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        con = _console(stderr=True) if not as_json else None
+        try:
+            if con is not None and con.is_terminal:
+                with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                              console=con, transient=True) as prog:
+                    task = prog.add_task(f"building {ref} ({found[1][:12]}, {spec.kconfig})", total=None)
+                    rb = tree_kernel(spec, opts=bm.options,
+                                     progress=lambda line: prog.update(task, description=f"{ref}: {line[:100]}"))
+            else:
+                if not as_json:
+                    click.echo(f"{ref} ({found[1][:12]}) in {found[0]}: {spec.kconfig} + {len(spec.fragments)} "
+                               "fragment(s) (from the cache, or built now)", err=True)
+                rb = tree_kernel(spec, opts=bm.options)
+        except BuildFailed as exc:
+            if as_json:
+                _dump({"ref": ref, "commit": found[1], "status": "failed", "reason": str(exc), "tail": exc.tail,
+                       "entry": exc.entry})
+            else:
+                click.echo(exc.tail, err=True)
+            raise click.ClickException(str(exc)) from None
+        except _lab_errors() + (OSError,) as exc:
+            raise click.ClickException(str(exc)) from None
+        if as_json:
+            _dump({"ref": ref, "commit": found[1], "status": "ok", "image": rb.kernel, **rb.info})
+            return
+        entry = rb.info.get("entry")
+        click.echo(f"{ref} = {found[1]} built in {rb.info.get('duration_s')}s (cached in {entry})")
+        click.echo(rb.kernel)
+
+    @main.command("bisect")
+    @click.argument("ident")
+    @click.option("--good", default=None, help="Good end (default: the record's good version).")
+    @click.option("--bad", default=None, help="Bad end (default: the record's bad version).")
+    @click.option("--machine", default=None, help="Run every step on this machine.")
+    @click.option("--cancel", is_flag=True, help="Cancel the record's running bisection.")
+    @click.option("--no-wait", is_flag=True, help="Only queue it (the service's lab loop / `lab work` runs it).")
+    @click.option("--timeout", type=float, default=None, help="Stop waiting after this many seconds (it resumes).")
+    @click.option("--json", "as_json", is_flag=True)
+    @click.pass_obj
+    def bisect_cmd(obj, ident, good, bad, machine, cancel, no_wait, timeout, as_json):
+        """Bisect a record's good..bad range on a lab machine: build, boot, run the vetted
+        recipe, judge each step; the first bad commit becomes the record's culprit.  Runs to the
+        end (or resumes the record's bisection where it stopped)."""
+        import storage.bisections as bdb
+        from bot.lab import bisect_driver as drv
+
+        rid = _record_id(obj, ident)
+        try:
+            if cancel:
+                b = drv.cancel(obj.store, obj.config, rid)
+                click.echo(f"bisection {b.id}: {b.state}"
+                           + ("" if b.state == "cancelled" else " (cancel requested; its worker stops it)"))
+                return
+            b = bdb.active_for_record(obj.store, rid)
+            if b is None:
+                b = drv.start(obj.store, obj.config, rid, good=good, bad=bad, machine=machine)
+                if not as_json:
+                    click.echo(f"bisection {b.id}: {b.message}")
+            elif not as_json:
+                click.echo(f"bisection {b.id}: resuming ({b.message})")
+            if not no_wait:
+                log = (lambda m: None) if as_json else (lambda m: click.echo(m, err=True))
+                b = drv.Driver(obj.store, obj.config, log=log).run(b.id, timeout=timeout)
+        except (drv.BisectionError,) + _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+        if as_json:
+            _dump(drv.summary(b))
+            return
+        click.echo(drv.report_text(b) if b.state in ("done", "failed") else f"bisection {b.id}: {b.state}: {b.message}")
+        if b.state == "failed":
+            raise SystemExit(1)

@@ -10,12 +10,11 @@ Three kinds of build (exactly one per spec):
   ``<cache>/debs`` so a wiped extraction is redone without a download.  Package names are checked
   against a strict regex (:data:`DEBIAN_KERNEL_RE`) before anything is run, and commands are
   run with argument lists, never a shell.
-* ``tree``: a git ref in a local kernel tree plus a build command (an argument list from the
-  configuration, never from mail).  The ref is resolved to a commit, checked out in a detached
-  worktree under ``<cache>/trees/<sha>``, the command runs there (e.g.
-  ``["make", "-j2", "bzImage"]`` after a ``make olddefconfig`` with a known config), and the image
-  is ``<worktree>/<image_path>`` (default ``arch/x86/boot/bzImage``).  Documented and unit-tested
-  with a toy tree; not exercised with a real kernel build in CI (that takes an hour here).
+* ``tree``: a git ref in a local kernel tree, built with TuxMake (:mod:`bot.lab.kbuild`): the
+  kconfig is a base config (a defconfig name such as ``tinyconfig``, a config file, or
+  ``running``: the running machine's config) plus fragments; the host toolchain (``--runtime
+  null``), ccache as the wrapper.  Cached by (commit, config hash, toolchain) under
+  ``<cache>/kbuild/``; the image, ``config``, ``metadata.json`` and the build log are kept.
 
 Spec strings: ``debian:PKG``, ``image:/abs/path`` (or just an absolute path), ``tree:/repo@REF``.
 """
@@ -58,14 +57,20 @@ def validate_package_name(name: str) -> str:
 
 @dataclass
 class BuildSpec:
-    """One build to boot: exactly one of ``image``, ``debian``, or ``tree`` + ``ref``."""
+    """One build to boot: exactly one of ``image``, ``debian``, or ``tree`` + ``ref``.
+
+    A ``tree`` build also says its kconfig (``kconfig``: a defconfig name, an absolute config
+    file path, or ``running``; ``fragments``: ``CONFIG_X=y`` lines, in-tree fragment names or
+    absolute paths) and ``toolchain`` (TuxMake's name, e.g. ``gcc``); all validated by
+    :func:`bot.lab.kbuild.validate_kconfig`."""
 
     image: str | None = None
     debian: str | None = None
     tree: str | None = None
     ref: str | None = None
-    build_command: list[str] | None = None
-    image_path: str = "arch/x86/boot/bzImage"  # inside the worktree, for kind "tree"
+    kconfig: str = "defconfig"
+    fragments: list[str] = field(default_factory=list)
+    toolchain: str = "gcc"
     arch: str = "x86_64"
 
     def __post_init__(self):
@@ -91,20 +96,18 @@ class BuildSpec:
         if self.debian is not None:
             validate_package_name(self.debian)
         if self.tree is not None:
+            from bot.lab.kbuild import validate_kconfig
+
             if not isinstance(self.tree, str) or not os.path.isabs(self.tree) or "\0" in self.tree:
                 raise BuildError(f"tree must be an absolute path: {self.tree!r}")
             if not isinstance(self.ref, str) or not GIT_REF_RE.match(self.ref):
                 raise BuildError(f"not an accepted git ref: {self.ref!r}")
-            if (not isinstance(self.build_command, list) or not self.build_command
-                    or not all(isinstance(a, str) and "\0" not in a for a in self.build_command)):
-                raise BuildError("a tree build needs build_command as a non-empty list of strings")
-            if os.path.isabs(self.image_path) or ".." in Path(self.image_path).parts:
-                raise BuildError(f"image_path must be relative inside the tree: {self.image_path!r}")
+            validate_kconfig(self.kconfig, self.fragments, self.toolchain)
 
     @classmethod
     def parse(cls, text: str, **kw) -> "BuildSpec":
-        """``debian:PKG`` | ``image:/path`` | ``/path`` | ``tree:/repo@REF`` (tree needs
-        ``build_command=`` as a keyword)."""
+        """``debian:PKG`` | ``image:/path`` | ``/path`` | ``tree:/repo@REF`` (tree builds take
+        ``kconfig=``, ``fragments=``, ``toolchain=`` as keywords)."""
         if text.startswith("debian:"):
             return cls(debian=text[len("debian:"):], **kw)
         if text.startswith("image:"):
@@ -128,12 +131,14 @@ class BuildSpec:
     def to_dict(self) -> dict:
         d = {k: v for k, v in asdict(self).items() if v is not None}
         if self.kind != "tree":
-            d.pop("image_path", None)
+            for k in ("kconfig", "fragments", "toolchain"):
+                d.pop(k, None)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "BuildSpec":
-        allowed = {"image", "debian", "tree", "ref", "build_command", "image_path", "arch"}
+        allowed = {"image", "debian", "tree", "ref", "kconfig", "fragments", "toolchain", "arch"}
+        d = {k: v for k, v in d.items() if k not in ("build_command", "image_path")}  # before TuxMake
         unknown = set(d) - allowed
         if unknown:
             raise BuildError(f"unknown build keys: {sorted(unknown)}")
@@ -239,33 +244,6 @@ def debian_kernel(package: str, cache_dir: str | os.PathLike, *, deb_dir: str | 
         return ResolvedBuild(str(image), f"debian:{package}", version, meta)
 
 
-def tree_kernel(spec: BuildSpec, cache_dir: str | os.PathLike, *, timeout: float = 4 * 3600) -> ResolvedBuild:
-    """Build ``spec.ref`` of the git tree ``spec.tree`` with ``spec.build_command`` in a detached
-    worktree (cached by commit sha); return ``<worktree>/<image_path>``."""
-    spec.validate()
-    assert spec.tree and spec.ref and spec.build_command
-    sha = _run(["git", "-C", spec.tree, "rev-parse", "--verify", "--end-of-options", f"{spec.ref}^{{commit}}"],
-               what="resolve the ref").strip()
-    if not re.fullmatch(r"[0-9a-f]{40,64}", sha):
-        raise BuildError(f"unexpected rev-parse output for {spec.ref!r}")
-    cache = Path(cache_dir).resolve()
-    cmd_key = hashlib.sha256("\0".join(spec.build_command).encode()).hexdigest()[:12]
-    wt = cache / "trees" / f"{sha}-{cmd_key}"
-    with _locked(cache / "locks" / f"tree-{sha}-{cmd_key}.lock"):
-        image = wt / spec.image_path
-        done = wt / ".regtriage-built"
-        if not (done.is_file() and image.is_file()):
-            if not wt.exists():
-                wt.parent.mkdir(parents=True, exist_ok=True)
-                _run(["git", "-C", spec.tree, "worktree", "add", "--detach", "--", str(wt), sha],
-                     what="create a worktree")
-            _run(list(spec.build_command), cwd=wt, timeout=timeout, what="build the kernel")
-            if not image.is_file():
-                raise BuildError(f"build command finished but {spec.image_path} does not exist")
-            done.write_text(sha + "\n")
-        return ResolvedBuild(str(image), f"tree:{spec.tree}@{spec.ref}", sha, {"worktree": str(wt)})
-
-
 def resolve(spec: BuildSpec, cache_dir: str | os.PathLike, **kw) -> ResolvedBuild:
     """Any build spec -> an existing kernel image on disk."""
     spec.validate()
@@ -276,6 +254,8 @@ def resolve(spec: BuildSpec, cache_dir: str | os.PathLike, **kw) -> ResolvedBuil
         return ResolvedBuild(str(p.resolve()), f"image:{p}", None, {})
     if spec.kind == "debian":
         return debian_kernel(spec.debian, cache_dir, **kw)
+    from bot.lab.kbuild import tree_kernel
+
     return tree_kernel(spec, cache_dir, **kw)
 
 

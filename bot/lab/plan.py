@@ -5,15 +5,25 @@
   bounded (extents clamped with a note, anything else declined with the reason).  The command is
   parsed as data and never executed; only validated numbers and whitelisted words reach the
   guest's script.
-* **Builds**: ``culprit^`` vs ``culprit`` when the record names a culprit and ``[lab.builds]``
-  names a kernel tree to build it in (both resolved to full commit ids with ``git rev-parse``,
-  argument lists, no shell); otherwise the record's good and bad versions mapped through
-  ``[lab.builds]``::
+* **Builds**: ``culprit^`` vs ``culprit`` (a merge: its first parent vs the merge) when the
+  record names a culprit found in one of the kernel trees, built from the tree with TuxMake
+  (:mod:`bot.lab.kbuild`); otherwise the record's good and bad versions (tags, ``next-YYYYMMDD``,
+  versions such as ``6.1.77`` -- tried as ``v6.1.77`` too -- or commit ids) mapped through
+  ``[lab.builds]``, in this order: an exact or pattern key, ``builds_dir``, a commit of one of the
+  trees (built with TuxMake)::
 
       [lab.builds]
+      trees = ["/srv/git/linux"]         # default: the paths of [kernel] repos
+      base_config = "defconfig"          # or {default = "defconfig", qemu-local = "tinyconfig"}:
+                                         # a defconfig name, an absolute config file, "running"
+      fragments = ["CONFIG_DEBUG_INFO_NONE=y", "kvm_guest.config", "/etc/regtriage/lab.config"]
+      toolchain = "gcc"                  # TuxMake's toolchain name (host compilers: --runtime null)
+      jobs = 8                           # make -j (default: the cores)
+      cache_dir = "/var/cache/regtriage/builds"   # default $REGTRIAGE_HOME/lab/builds
+      ccache_dir = "/var/cache/regtriage/ccache"  # default <cache_dir>/ccache
+      timeout_s = 3600                   # per build
+      max_cache_mib = 20480              # disk budget of the build cache (LRU eviction)
       builds_dir = "/srv/kernels"        # <builds_dir>/<ref>/vmlinuz (or bzImage, vmlinuz-*)
-      tree = "/srv/git/linux"            # for culprit^ vs culprit, and "tree:" values
-      build_command = ["make", "-j8", "bzImage"]
       arch = "x86_64"                    # of image/tree builds (Debian packages carry theirs)
       "6.1.0-47" = "debian:linux-image-6.1.0-47-amd64-unsigned"     # exact ref
       "6.1.0-*-amd64" = "debian:linux-image-6.1.0-{1}-amd64-unsigned"  # * = [A-Za-z0-9._+~]+
@@ -21,9 +31,11 @@
 
   Keys other than the settings above are ref patterns; ``{ref}`` is the ref that matched and
   ``{1}``, ``{2}``... what the wildcards matched.  A ref from mail must look like a version or
-  a commit id (``[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}``) before it is looked up, and the build
-  spec it maps to is validated again (Debian package names against a strict regex, image paths
-  absolute), so mail text can select among configured builds but never name a command.
+  a commit id (``[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}``) before it is looked up (with ``git
+  rev-parse --verify --end-of-options``, an argument list), and the build spec it maps to is
+  validated again (Debian package names against a strict regex, image paths absolute, kconfig
+  names and fragments against strict patterns), so mail text can select among configured
+  builds but never name a command.
 * **Runs**: ``runs`` measured samples per build (``--runs``, ``[lab] runs``, default 5), in
   ``abab`` order (``[lab] order``), ``warmup`` discarded runs per batch (default 1),
   ``samples_per_batch`` (default 1: one guest boot per sample); the samples are judged after
@@ -49,7 +61,9 @@ from bot.lab.stats import SPENDING
 
 REF_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}$")
 HEX_RE = re.compile(r"^[0-9a-f]{7,64}$")
-BUILD_SETTINGS = ("builds_dir", "tree", "build_command", "image_path", "arch")
+BUILD_SETTINGS = ("builds_dir", "tree", "trees", "arch", "base_config", "fragments", "toolchain", "jobs", "cache_dir",
+                  "ccache_dir", "timeout_s", "max_cache_mib")
+GONE_SETTINGS = ("build_command", "image_path")
 DEBIAN_ARCH = (("-amd64", "x86_64"), ("-arm64", "aarch64"), ("-686-pae", "i386"), ("-686", "i386"),
                ("-i386", "i386"))
 
@@ -140,32 +154,62 @@ class BuildMap:
 
     patterns: list[tuple[str, re.Pattern, str]] = field(default_factory=list)  # (key, regex, template)
     builds_dir: str | None = None
-    tree: str | None = None
-    build_command: list[str] | None = None
-    image_path: str = "arch/x86/boot/bzImage"
+    trees: list[str] = field(default_factory=list)
     arch: str = "x86_64"
+    base_config: dict[str, str] = field(default_factory=lambda: {"default": "defconfig"})
+    fragments: list[str] = field(default_factory=list)
+    toolchain: str = "gcc"
+    options: dict[str, Any] = field(default_factory=dict)  # bot.lab.kbuild.build_options
+
+    @property
+    def tree(self) -> str | None:
+        return self.trees[0] if self.trees else None
 
     @classmethod
     def from_config(cls, config: Any) -> "BuildMap":
+        from bot.lab.kbuild import build_options, validate_kconfig
+
         b = lab_section(config).get("builds", {})
         if not isinstance(b, dict):
             raise PlanError("[lab.builds] must be a table")
+        gone = [k for k in b if k in GONE_SETTINGS]
+        if gone:
+            raise PlanError(f"[lab.builds] {', '.join(gone)}: tree builds are made with TuxMake now; "
+                            "say base_config and fragments instead (see deploy/lab-example.toml)")
         bm = cls()
-        for k in ("builds_dir", "tree"):
-            v = b.get(k)
-            if v is not None and (not isinstance(v, str) or not os.path.isabs(os.path.expanduser(v))):
-                raise PlanError(f"[lab.builds] {k} must be an absolute path")
-            setattr(bm, k, os.path.expanduser(v) if v else None)
-        cmd = b.get("build_command")
-        if cmd is not None and (not isinstance(cmd, list) or not cmd or not all(isinstance(a, str) for a in cmd)):
-            raise PlanError("[lab.builds] build_command must be a list of strings (an argument list, no shell)")
-        bm.build_command = cmd
-        if b.get("image_path") is not None:
-            bm.image_path = str(b["image_path"])
+        v = b.get("builds_dir")
+        if v is not None and (not isinstance(v, str) or not os.path.isabs(os.path.expanduser(v))):
+            raise PlanError("[lab.builds] builds_dir must be an absolute path")
+        bm.builds_dir = os.path.expanduser(v) if v else None
+        trees = b.get("trees")
+        if trees is None:
+            trees = ([b["tree"]] if b.get("tree") else []) + kernel_repo_paths(config)
+        elif b.get("tree"):
+            trees = [b["tree"], *trees]
+        if not isinstance(trees, list) or not all(isinstance(t, str) for t in trees):
+            raise PlanError("[lab.builds] trees must be a list of paths")
+        for t in trees:
+            t = os.path.expanduser(t)
+            if not os.path.isabs(t):
+                raise PlanError(f"[lab.builds] trees: {t!r} is not an absolute path")
+            if t not in bm.trees:
+                bm.trees.append(t)
         arch = normalize_arch(b.get("arch", "x86_64"))
         if arch is None or arch == "x86":
             raise PlanError(f"[lab.builds] arch: unknown {b.get('arch')!r}")
         bm.arch = arch
+        base = b.get("base_config", "defconfig")
+        bm.base_config = dict(base) if isinstance(base, dict) else {"default": base}
+        bm.base_config.setdefault("default", "defconfig")
+        bm.fragments = b.get("fragments", [])
+        bm.toolchain = b.get("toolchain", "gcc")
+        try:
+            for k in bm.base_config.values():
+                validate_kconfig(k, bm.fragments, bm.toolchain)
+            validate_kconfig("defconfig", bm.fragments, bm.toolchain)
+            bm.options = build_options(b)
+        except BuildError as exc:
+            raise PlanError(f"[lab.builds] {exc}") from None
         exact, globs = [], []
         for key, tpl in b.items():
             if key in BUILD_SETTINGS:
@@ -181,6 +225,13 @@ class BuildMap:
         bm.patterns = exact + globs
         return bm
 
+    def kconfig_for(self, machine: str | None) -> str:
+        return self.base_config.get(machine or "default", self.base_config["default"])
+
+    def tree_spec(self, tree: str, ref: str, machine: str | None = None) -> BuildSpec:
+        return BuildSpec(tree=tree, ref=ref, kconfig=self.kconfig_for(machine), fragments=list(self.fragments),
+                         toolchain=self.toolchain, arch=self.arch)
+
     def _spec(self, text: str, ref: str, via: str) -> BuildSpec:
         kw: dict[str, Any] = {}
         if text.startswith("debian:"):
@@ -188,14 +239,27 @@ class BuildMap:
         else:
             kw["arch"] = self.arch
         if text.startswith("tree:"):
-            if not self.build_command:
-                raise PlanError(f"{via} maps {ref!r} to a tree build but [lab.builds] has no build_command")
-            kw["build_command"] = list(self.build_command)
-            kw["image_path"] = self.image_path
+            kw.update(kconfig=self.kconfig_for(None), fragments=list(self.fragments), toolchain=self.toolchain)
         try:
             return BuildSpec.parse(text, **kw)
         except BuildError as exc:
             raise PlanError(f"{via} maps {ref!r} to an invalid build: {exc}") from None
+
+    def find_in_trees(self, ref: str) -> tuple[str, str] | None:
+        """(tree, full commit id) of the first tree where ``ref`` (or ``v<ref>`` for a bare
+        version) names a commit; None when no tree has it."""
+        from bot.lab.kbuild import rev_parse
+
+        tries = [ref] + (["v" + ref] if ref[:1].isdigit() and not HEX_RE.match(ref) else [])
+        for tree in self.trees:
+            for r in tries:
+                try:
+                    sha = rev_parse(tree, r)
+                except BuildError:
+                    sha = None
+                if sha:
+                    return tree, sha
+        return None
 
     def resolve(self, ref: Any) -> tuple[BuildSpec, str]:
         """``(spec, how)`` for a ref from a record; PlanError when it does not map."""
@@ -226,25 +290,46 @@ class BuildMap:
                 imgs = sorted(p for p in d.glob("vmlinu[xz]-*") if p.is_file())
                 if imgs:
                     return BuildSpec(image=str(imgs[0]), arch=self.arch), f"{ref} -> {imgs[0]} (builds_dir)"
-        where = "[lab.builds]" + (f" or {self.builds_dir}/<ref>/vmlinuz" if self.builds_dir else "")
-        raise PlanError(f"no build for {ref!r} in {where}")
+        found = self.find_in_trees(ref)
+        if found:
+            tree, sha = found
+            return self.tree_spec(tree, sha), f"{ref} -> {sha[:12]} in {tree} (TuxMake)"
+        where = ["[lab.builds] keys"] + ([f"{self.builds_dir}/<ref>/vmlinuz"] if self.builds_dir else [])
+        if self.trees:
+            raise PlanError(f"{ref!r} is in none of the kernel trees ({', '.join(self.trees)}) nor in "
+                            f"{' or '.join(where)}")
+        raise PlanError(f"no build for {ref!r} in {' or '.join(where)}, and no kernel tree is configured "
+                        "([lab.builds] trees or [kernel] repos)")
 
     def culprit_pair(self, commit: Any) -> tuple[BuildSpec, BuildSpec, str, str]:
-        """(parent build, culprit build, parent sha, culprit sha) in ``tree``."""
-        if not self.tree:
-            raise PlanError("the record names a culprit but [lab.builds] has no tree to build it in")
-        if not self.build_command:
-            raise PlanError("[lab.builds] tree is set but build_command is not")
+        """(parent build, culprit build, parent sha, culprit sha): the first tree holding the
+        culprit; a merge's first parent is its good side."""
+        if not self.trees:
+            raise PlanError("the record names a culprit but no kernel tree is configured to build it in "
+                            "([lab.builds] trees or [kernel] repos)")
         if not isinstance(commit, str) or not HEX_RE.match(commit.lower()):
             raise PlanError(f"culprit {str(commit)[:60]!r} is not a commit id")
-        sha = _git_rev(self.tree, f"{commit.lower()}^{{commit}}")
-        parent = _git_rev(self.tree, f"{sha}^1")
-        mk = lambda s: BuildSpec(tree=self.tree, ref=s, build_command=list(self.build_command),  # noqa: E731
-                                 image_path=self.image_path, arch=self.arch)
+        found = self.find_in_trees(commit.lower())
+        if found is None:
+            raise PlanError(f"culprit {commit[:12]} is in none of the kernel trees ({', '.join(self.trees)})")
+        tree, sha = found
+        parent = _git_rev(tree, f"{sha}^1")
         try:
-            return mk(parent), mk(sha), parent, sha
+            return self.tree_spec(tree, parent), self.tree_spec(tree, sha), parent, sha
         except BuildError as exc:
             raise PlanError(f"culprit build: {exc}") from None
+
+
+def kernel_repo_paths(config: Any) -> list[str]:
+    """The paths of ``[kernel] repos`` (entries are paths or tables with ``path``)."""
+    data = getattr(config, "data", config)
+    k = data.get("kernel", {}) if isinstance(data, dict) else {}
+    out = []
+    for r in (k.get("repos") or []) if isinstance(k, dict) else []:
+        p = r.get("path") if isinstance(r, dict) else r
+        if isinstance(p, str) and os.path.isabs(os.path.expanduser(p)):
+            out.append(os.path.expanduser(p))
+    return out
 
 
 def _git_rev(tree: str, rev: str) -> str:
@@ -295,10 +380,18 @@ class RerunPlan:
     def build_arch(self) -> str | None:
         return self.good.arch if self.good is not None else None
 
-    def run_spec(self, runs: int | None = None, label: str | None = None) -> RunSpec:
+    def run_spec(self, runs: int | None = None, label: str | None = None, *, machine: str | None = None,
+                 config: Any = None) -> RunSpec:
+        """The backend's run; with ``machine`` (and ``config``), tree builds take that machine's
+        base config (``[lab.builds] base_config``)."""
         if not self.ok:
             raise PlanError("; ".join(self.declined) or "incomplete plan")
-        return RunSpec(self.recipe, self.good, self.bad, runs=runs or self.runs,
+        good, bad = self.good, self.bad
+        if machine is not None and config is not None and good.kind == "tree":
+            kconfig = BuildMap.from_config(config).kconfig_for(machine)
+            good = BuildSpec.from_dict({**good.to_dict(), "kconfig": kconfig})
+            bad = BuildSpec.from_dict({**bad.to_dict(), "kconfig": kconfig}) if bad.kind == "tree" else bad
+        return RunSpec(self.recipe, good, bad, runs=runs or self.runs,
                        samples_per_batch=min(self.samples_per_batch, runs or self.runs), warmup=self.warmup,
                        order=self.order, timeouts=self.timeouts, label=label)
 
@@ -383,7 +476,7 @@ def make_plan(rec: dict[str, Any], config: Any, *, runs: int | None = None) -> R
             g, b, gs, bs = bm.culprit_pair(culprit)
             plan.good, plan.bad = g, b
             plan.refs = {"good": f"{culprit}^", "bad": culprit}
-            plan.builds_reason = f"culprit^ vs culprit: {gs[:12]} vs {bs[:12]} in {bm.tree}"
+            plan.builds_reason = f"culprit^ vs culprit: {gs[:12]} vs {bs[:12]} in {g.tree} (TuxMake)"
         except PlanError as exc:
             problems.append(str(exc))
     if plan.good is None:

@@ -352,7 +352,7 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
             _record_note(store, rid, "over-budget", why)
             raise SchedulerError(why)
     mach = get_machine(config, best.machine)
-    spec = plan.run_spec(label=f"regtriage-{rid}")
+    spec = plan.run_spec(label=f"regtriage-{rid}", machine=mach.name, config=config)
     queued = f"queued for {mach.name} (score {best.score}{'; a stand-in: the report names no hardware' if m.stand_in else ''})"
     job = _insert_job(store, {"regression_id": rid, "state": "queued", "plan": info, "machine": mach.name,
                               "backend": mach.backend, "backend_config": pinned_backend_config(mach, config),
@@ -373,6 +373,12 @@ def pinned_backend_config(mach, config: Any) -> dict:
         wd = None
     if wd is not None:
         bc[mach.backend] = {**bc.get(mach.backend, {}), "work_dir": str(wd)}
+    try:  # where and how tree builds are made ([lab.builds] cache_dir, ccache_dir, jobs, limits)
+        from bot.lab.plan import BuildMap
+
+        bc["build_options"] = BuildMap.from_config(config).options
+    except PlanError:
+        pass
     return bc
 
 
@@ -561,7 +567,17 @@ class Scheduler:
             stats["claimed"] += 1
             self.submit(job, stats)
         self.apply_verdicts(stats)
+        self.bisections(stats)
         return dict(stats)
+
+    def bisections(self, stats: Counter) -> None:
+        """One action on each active bisection (bot.lab.bisect_driver; a build blocks the pass)."""
+        from bot.lab.bisect_driver import Driver
+
+        if getattr(self, "_bisect", None) is None:
+            self._bisect = Driver(self.store, self.config, owner=self.owner, log=self.log)
+        for what, n in self._bisect.tick().items():
+            stats[f"bisect_{what}"] += n
 
     def reap(self, stats: Counter) -> None:
         now = self.now()
@@ -607,7 +623,8 @@ class Scheduler:
                 r = conn.execute(update(J).where(J.c.id == job["id"], J.c.state == "waiting").values(
                     state="queued", machine=mach.name, backend=mach.backend,
                     backend_config=pinned_backend_config(mach, self.config), plan=info,
-                    spec=plan.run_spec(label=f"regtriage-{job['regression_id']}").to_dict(), updated_at=now,
+                    spec=plan.run_spec(label=f"regtriage-{job['regression_id']}", machine=mach.name,
+                                      config=self.config).to_dict(), updated_at=now,
                     message=f"queued for {mach.name} (score {m.best.score})"))
                 if r.rowcount:
                     _event(conn, job["id"], "queued", f"a machine fits now: {mach.name} (score {m.best.score})",
@@ -749,12 +766,14 @@ class Scheduler:
 
     # -- polling --------------------------------------------------------------------------------
     def release(self) -> int:
-        """Give up this worker's leases on running jobs (a clean exit), so the next worker
-        resumes polling them at once instead of after ``lease_s``."""
+        """Give up this worker's leases on running jobs and bisections (a clean exit), so the
+        next worker resumes polling them at once instead of after ``lease_s``."""
+        import storage.bisections as bdb
+
         with self.store.engine.begin() as conn:
             r = conn.execute(update(J).where(J.c.owner == self.owner, J.c.state == "running")
                              .values(owner=None, lease_until=None))
-        return r.rowcount or 0
+        return (r.rowcount or 0) + bdb.release(self.store, self.owner)
 
     def poll_running(self, stats: Counter) -> None:
         now = self.now()
@@ -881,6 +900,10 @@ class Scheduler:
             stats["done"] += 1
             self.log(f"job {job['id']}: {j.verdict} {j.change_percent:+.2f}%")
             _apply_verdict(self.store, get_job(self.store, job["id"]))
+            from bot.lab.bisect_driver import auto_start
+
+            if auto_start(self.store, self.config, get_job(self.store, job["id"])) is not None:
+                stats["bisections_started"] += 1
 
     def machine_emulated(self, job: dict) -> bool:
         """The noise gate's "emulated" for the job's machine (bot.lab.inventory.is_emulated); a

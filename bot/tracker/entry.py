@@ -116,7 +116,18 @@ def entry(store, rid: int) -> dict[str, Any] | None:
         return None
     e = build_entry(rec)
     e["reruns"] = _reruns(store, rid)
+    e["bisections"] = _bisections(store, rid)
     return e
+
+
+def _bisections(store, rid: int) -> list[dict[str, Any]]:
+    """The record's lab bisections, newest first (bot.lab.bisect_driver.summary); [] without the tables."""
+    try:
+        from bot.lab.bisect_driver import summaries_for
+
+        return summaries_for(store, rid)
+    except Exception:  # noqa: BLE001 - no bisection tables (older database)
+        return []
 
 
 def _reruns(store, rid: int) -> list[dict[str, Any]]:

@@ -227,6 +227,7 @@ class QemuBackend(Backend):
         schedule = job.schedule()
         atomic_write_json(run_dir / "spec.json", {"handle": handle, "job": job.to_dict(),
                                                    "backend": asdict(self.cfg), "schedule": schedule,
+                                                   "build_options": self.lab_config.get("build_options"),
                                                    "submitted_at": time.time()})
         atomic_write_json(run_dir / "state.json", {"status": Status(QUEUED, "waiting for the worker", 0, len(schedule),
                                                                      updated_at=time.time()).to_dict(),
@@ -401,6 +402,7 @@ class _Worker:
         self.cfg = QemuConfig(**spec["backend"])
         self.job = RunSpec.from_dict(spec["job"], {"max_size": 1 << 40})
         self.schedule = [tuple(x) for x in spec["schedule"]]
+        self.build_options = spec.get("build_options") or None  # [lab.builds] host settings (tree builds)
         self.state = read_json(run_dir / "state.json", {}) or {}
         self.state.setdefault("batches", [])
         self.state.setdefault("builds", {})
@@ -579,6 +581,8 @@ class _Worker:
                 spec = self.job.build(label)
                 self.note(f"resolving {label}: {spec.describe()}")
                 kw = {"deb_dir": self.cfg.deb_dir} if spec.kind == "debian" and self.cfg.deb_dir else {}
+                if spec.kind == "tree":
+                    kw = {"opts": self.build_options, "progress": self.note}
                 rb = resolve(spec, self.cfg.builds_dir, **kw)
                 kernels[label] = rb.kernel
                 self.state["builds"][label] = rb.to_dict()
