@@ -37,7 +37,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bot.lab.builds import _locked as _lock
+from bot.lab.builds import locked as _lock
 
 TARBALL = Path(os.environ.get("REGTRIAGE_LINUX_TARBALL", "/usr/src/linux-source-6.1.tar.xz"))
 CACHE = Path(os.environ.get("REGTRIAGE_TEST_CACHE", Path.home() / ".cache" / "regtriage-test"))  # as tests/test_qemu_backend.py

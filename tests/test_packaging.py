@@ -23,8 +23,8 @@ assert Path(bot.__file__).resolve().is_relative_to(prefix), bot.__file__
 assert te.TEMPLATES.resolve().is_relative_to(prefix), te.TEMPLATES
 # each template compiles in the environment the code renders it with
 reply._reply_env().get_template("reply.txt.j2")
-te._env("txt").get_template("entry.txt.j2")
-te._env("md").get_template("entry.md.j2")
+te.template_env("txt").get_template("entry.txt.j2")
+te.template_env("md").get_template("entry.md.j2")
 for name in ("base.html", "list.html", "regression.html", "error.html"):
     web._env().get_template(name)
 assert (web.STATIC / "style.css").is_file()

@@ -151,14 +151,18 @@ def test_a_forged_date_neither_hides_nor_revives_mail(store):
 
 
 # -- lab --------------------------------------------------------------------------------------------
+# the service reruns on its own only reports that name some hardware (a report naming none
+# matches no machine: every machine would only be a stand-in)
+HW = {"cpu": None, "arch": "x86_64", "memory": "8G", "storage": None}
+
 def test_daily_lab_budget_caps_automatic_and_chat_reruns(store):
     c = lab_config(("m1", "m2", "m3"), auto_rerun=True, daily_budget_minutes=250,
                    timeouts={"boot_s": 60, "batch_s": 600, "total_s": 7200})
-    first = auto_schedule(store, c, record(store, kind="performance"))
-    second = auto_schedule(store, c, record(store, kind="performance"))
+    first = auto_schedule(store, c, record(store, kind="performance", hardware=HW))
+    second = auto_schedule(store, c, record(store, kind="performance", hardware=HW))
     assert first["state"] == "queued" and second["state"] == "queued"
     assert budget_used_minutes(store) == pytest.approx(240)
-    third = record(store, kind="performance")
+    third = record(store, kind="performance", hardware=HW)
     assert auto_schedule(store, c, third) is None  # 240 + 120 > 250
     notes = [h["note"] for h in get_record(store, third)["history"] if h["field"] == "rerun"]
     assert notes and "daily lab budget" in notes[0] and "250" in notes[0]
@@ -179,9 +183,9 @@ def test_robot_lookalikes_are_not_rerun_on_their_own(store):
            mail("real-robot@example.org", subject, body, "kernel test robot <oliver.sang@intel.com>"),
            mail("person@example.org", "[REGRESSION] dd slower", "dd 100 -> 80 MB/s\n", "P <p@example.org>"))
     c = lab_config(auto_rerun=True)
-    fake = record(store, kind="performance", report_message_id="fake-robot@example.org")
-    real = record(store, kind="performance", report_message_id="real-robot@example.org")
-    person = record(store, kind="performance", report_message_id="person@example.org")
+    fake = record(store, kind="performance", hardware=HW, report_message_id="fake-robot@example.org")
+    real = record(store, kind="performance", hardware=HW, report_message_id="real-robot@example.org")
+    person = record(store, kind="performance", hardware=HW, report_message_id="person@example.org")
     assert auto_schedule(store, c, fake) is None
     notes = [h["note"] for h in get_record(store, fake)["history"] if h["field"] == "rerun"]
     assert "robot_senders" in notes[0] and "lkp@intel.com.evil.example" in notes[0]
@@ -190,6 +194,6 @@ def test_robot_lookalikes_are_not_rerun_on_their_own(store):
     # auto_rerun_from = "trusted": only robots and allow-listed people
     strict = {**lab_config(("m2",), auto_rerun=True, auto_rerun_from="trusted"),
               "trust": {"trusted_senders": ["boss@example.org"]}}
-    other = record(store, kind="performance", report_message_id="person@example.org")
+    other = record(store, kind="performance", hardware=HW, report_message_id="person@example.org")
     assert auto_schedule(store, strict, other) is None
     assert "auto_rerun_from" in [h["note"] for h in get_record(store, other)["history"] if h["field"] == "rerun"][0]

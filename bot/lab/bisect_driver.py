@@ -38,8 +38,11 @@ from typing import Any, Callable
 
 import storage.bisections as db
 from bot.lab import bisection as logic
+from bot.lab.bisection import report_text, summary  # noqa: F401  (the CLI's view of a bisection)
 from bot.lab.builds import BuildError, BuildSpec
 from bot.lab.inventory import get_machine, lab_section, make_backend
+from bot.lab.settings import default_owner, pinned_backend_config, sched_settings
+from storage.lab_jobs import busy_machines, machine_load
 
 ACTOR = "regtriage-lab-bisect"
 SOURCE = "lab-bisect"
@@ -78,7 +81,6 @@ def start(store, config: Any, rid: int, *, good: str | None = None, bad: str | N
     """Plan and store a bisection of record ``rid`` (its good..bad range, or the refs given)."""
     from bot.lab.matching import match_record
     from bot.lab.plan import REF_RE, BuildMap, PlanError, make_plan
-    from bot.lab.scheduler import busy_machines, machine_load, pinned_backend_config
     from bot.tracker.records import get_record
 
     rec = get_record(store, rid)
@@ -201,7 +203,6 @@ class Driver:
 
     def __init__(self, store, config: Any, *, owner: str | None = None, lease_s: float | None = None,
                  log: Callable[[str], None] | None = None, progress: Callable[[str], None] | None = None):
-        from bot.lab.scheduler import default_owner, sched_settings
 
         self.store, self.config = store, config
         self.owner = owner or default_owner()
@@ -503,42 +504,4 @@ def apply_result(store, b: db.Bisection | None, config: Any = None) -> None:
 
             logging.getLogger("regtriage.lab").info("bisection %s: no chat notification: %s", b.id, exc)
 
-
-def summary(b: db.Bisection) -> dict[str, Any]:
-    """JSON-able view for `regtriage show`, the web page and `regtriage bisect --json`."""
-    st = b.bisect or {}
-    out = {"id": b.id, "state": b.state, "machine": b.machine, "range": f"{b.good_ref}..{b.bad_ref}",
-           "tree": b.tree, "message": b.message, "steps": len(st.get("steps") or []),
-           "commits": len(st.get("commits") or []), "result": b.result,
-           "created_at": b.created_at.isoformat() if b.created_at else None,
-           "finished_at": b.finished_at.isoformat() if b.finished_at else None}
-    if b.active and st:
-        try:
-            out["candidates_left"] = len(logic.candidates(st))
-        except (KeyError, logic.BisectError):
-            pass
-    out["log"] = (b.result or {}).get("log") or (logic.bisect_log(st) if st else "")
-    return out
-
-
-def summaries_for(store, rid: int) -> list[dict[str, Any]]:
-    return [summary(b) for b in db.for_record(store, rid)]
-
-
-def report_text(b: db.Bisection) -> str:
-    """The notification / reply-draft text: the result and the log as ``git bisect log``."""
-    s = summary(b)
-    r = b.result or {}
-    if r.get("culprit"):
-        head = (f"The lab bisected {s['range']} on {b.machine} ({s['steps']} steps, "
-                f"{r.get('lab_minutes', 0)} min of lab time) with the report's workload "
-                f"({(b.plan.get('recipe') or {}).get('name')}); first bad commit:\n\n"
-                f"  {r['culprit'][:12]} (\"{r.get('subject') or ''}\")")
-    else:
-        head = f"Bisection of {s['range']} on {b.machine}: {b.state}: {r.get('reason') or b.message or ''}"
-    ends = b.ends or {}
-    if ends:
-        head += (f"\n\nThe ends differ by {ends.get('change_percent', 0):+.1f}% ({ends.get('metric')}); "
-                 "each step's median change against the good end is in the log:")
-    return f"{head}\n\n" + "\n".join("    " + ln for ln in s["log"].splitlines()) + "\n"
 

@@ -270,3 +270,39 @@ def bisect_log(state: dict[str, Any], result: dict | None = None) -> str:
             for c in result["candidates"]:
                 lines.append(f"# possible first bad commit: {_subject(state, c)}")
     return "\n".join(lines)
+
+
+# -- views of a stored bisection (storage.bisections.Bisection) -------------------------------
+def summary(b) -> dict[str, Any]:
+    """JSON-able view for `regtriage show`, the web page and `regtriage bisect --json`."""
+    st = b.bisect or {}
+    out = {"id": b.id, "state": b.state, "machine": b.machine, "range": f"{b.good_ref}..{b.bad_ref}",
+           "tree": b.tree, "message": b.message, "steps": len(st.get("steps") or []),
+           "commits": len(st.get("commits") or []), "result": b.result,
+           "created_at": b.created_at.isoformat() if b.created_at else None,
+           "finished_at": b.finished_at.isoformat() if b.finished_at else None}
+    if b.active and st:
+        try:
+            out["candidates_left"] = len(candidates(st))
+        except (KeyError, BisectError):
+            pass
+    out["log"] = (b.result or {}).get("log") or (bisect_log(st) if st else "")
+    return out
+
+
+def report_text(b) -> str:
+    """The notification / reply-draft text: the result and the log as ``git bisect log``."""
+    s = summary(b)
+    r = b.result or {}
+    if r.get("culprit"):
+        head = (f"The lab bisected {s['range']} on {b.machine} ({s['steps']} steps, "
+                f"{r.get('lab_minutes', 0)} min of lab time) with the report's workload "
+                f"({(b.plan.get('recipe') or {}).get('name')}); first bad commit:\n\n"
+                f"  {r['culprit'][:12]} (\"{r.get('subject') or ''}\")")
+    else:
+        head = f"Bisection of {s['range']} on {b.machine}: {b.state}: {r.get('reason') or b.message or ''}"
+    ends = b.ends or {}
+    if ends:
+        head += (f"\n\nThe ends differ by {ends.get('change_percent', 0):+.1f}% ({ends.get('metric')}); "
+                 "each step's median change against the good end is in the log:")
+    return f"{head}\n\n" + "\n".join("    " + ln for ln in s["log"].splitlines()) + "\n"

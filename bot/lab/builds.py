@@ -32,6 +32,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 # linux-image-6.1.0-47-amd64-unsigned, linux-image-6.12.107+deb12-rt-amd64-unsigned,
 # linux-image-6.1.0-47-cloud-amd64, linux-image-6.1.0-47-arm64-unsigned, ...
@@ -42,6 +43,32 @@ DEBIAN_KERNEL_RE = re.compile(
 )
 GIT_REF_RE = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}$")
 KINDS = ("image", "debian", "tree")
+
+
+# tree builds: what a kconfig, a fragment and a toolchain may be (text from config, never mail)
+KCONFIG_NAME_RE = re.compile(r"^[a-z0-9_]{0,40}config$")
+FRAGMENT_LINE_RE = re.compile(r'^(CONFIG_[A-Z0-9_]{1,100}=(?:[ymn]|-?[0-9]{1,20}|0x[0-9a-fA-F]{1,16}|"[^"\\\n]{0,200}")'
+                              r"|# CONFIG_[A-Z0-9_]{1,100} is not set)$")
+FRAGMENT_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,60}\.config$")
+TOOLCHAIN_RE = re.compile(r"^(?:gcc|clang)(?:-[0-9]{1,2})?$")
+
+
+def abs_path_ok(p: Any) -> bool:
+    return isinstance(p, str) and os.path.isabs(p) and "\0" not in p and ".." not in Path(p).parts
+
+
+def validate_kconfig(kconfig: Any, fragments: Any, toolchain: Any) -> None:
+    if not (kconfig == "running" or (isinstance(kconfig, str) and KCONFIG_NAME_RE.match(kconfig))
+            or abs_path_ok(kconfig)):
+        raise BuildError(f"kconfig must be a defconfig name, an absolute config file or 'running': {kconfig!r}")
+    if not isinstance(fragments, list) or len(fragments) > 200:
+        raise BuildError("fragments must be a list (at most 200)")
+    for f in fragments:
+        if not (isinstance(f, str) and (FRAGMENT_LINE_RE.match(f) or FRAGMENT_NAME_RE.match(f) or abs_path_ok(f))):
+            raise BuildError(f"not an accepted kconfig fragment: {str(f)[:80]!r} (CONFIG_X=y, "
+                             "'# CONFIG_X is not set', an in-tree NAME.config or an absolute path)")
+    if not isinstance(toolchain, str) or not TOOLCHAIN_RE.match(toolchain):
+        raise BuildError(f"not an accepted toolchain: {toolchain!r} (gcc, clang, gcc-12, ...)")
 
 
 class BuildError(Exception):
@@ -96,8 +123,6 @@ class BuildSpec:
         if self.debian is not None:
             validate_package_name(self.debian)
         if self.tree is not None:
-            from bot.lab.kbuild import validate_kconfig
-
             if not isinstance(self.tree, str) or not os.path.isabs(self.tree) or "\0" in self.tree:
                 raise BuildError(f"tree must be an absolute path: {self.tree!r}")
             if not isinstance(self.ref, str) or not GIT_REF_RE.match(self.ref):
@@ -157,7 +182,7 @@ class ResolvedBuild:
 
 
 @contextmanager
-def _locked(path: Path):
+def locked(path: Path):
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -201,7 +226,7 @@ def debian_kernel(package: str, cache_dir: str | os.PathLike, *, deb_dir: str | 
     cache = Path(cache_dir).resolve()
     debs = Path(deb_dir).resolve() if deb_dir else cache / "debs"
     target = cache / "debian" / package
-    with _locked(cache / "locks" / f"{package}.lock"):
+    with locked(cache / "locks" / f"{package}.lock"):
         image = _find_image(target)
         meta_file = target / ".regtriage.json"
         if image is not None and meta_file.is_file():
@@ -242,21 +267,6 @@ def debian_kernel(package: str, cache_dir: str | os.PathLike, *, deb_dir: str | 
         image = _find_image(target)
         assert image is not None
         return ResolvedBuild(str(image), f"debian:{package}", version, meta)
-
-
-def resolve(spec: BuildSpec, cache_dir: str | os.PathLike, **kw) -> ResolvedBuild:
-    """Any build spec -> an existing kernel image on disk."""
-    spec.validate()
-    if spec.kind == "image":
-        p = Path(spec.image)
-        if not p.is_file():
-            raise BuildError(f"kernel image not found: {p}")
-        return ResolvedBuild(str(p.resolve()), f"image:{p}", None, {})
-    if spec.kind == "debian":
-        return debian_kernel(spec.debian, cache_dir, **kw)
-    from bot.lab.kbuild import tree_kernel
-
-    return tree_kernel(spec, cache_dir, **kw)
 
 
 def available_debian_kernels(flavour_re: str = r"-amd64-unsigned$") -> list[str]:

@@ -45,13 +45,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from bot.lab.builds import BuildError, BuildSpec, ResolvedBuild, _locked
+from bot.lab.builds import BuildError, BuildSpec, ResolvedBuild, abs_path_ok, locked
 
-KCONFIG_NAME_RE = re.compile(r"^[a-z0-9_]{0,40}config$")
-FRAGMENT_LINE_RE = re.compile(r'^(CONFIG_[A-Z0-9_]{1,100}=(?:[ymn]|-?[0-9]{1,20}|0x[0-9a-fA-F]{1,16}|"[^"\\\n]{0,200}")'
-                              r"|# CONFIG_[A-Z0-9_]{1,100} is not set)$")
-FRAGMENT_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,60}\.config$")
-TOOLCHAIN_RE = re.compile(r"^(?:gcc|clang)(?:-[0-9]{1,2})?$")
 SHA_RE = re.compile(r"^[0-9a-f]{40,64}$")
 TUXMAKE_ARCH = {"x86_64": "x86_64", "i386": "i386", "aarch64": "arm64"}
 IMAGE_NAMES = ("bzImage", "Image.gz", "Image", "vmlinuz", "zImage")
@@ -67,24 +62,6 @@ class BuildFailed(BuildError):
         self.entry = entry
 
 
-def _abs_path_ok(p: Any) -> bool:
-    return isinstance(p, str) and os.path.isabs(p) and "\0" not in p and ".." not in Path(p).parts
-
-
-def validate_kconfig(kconfig: Any, fragments: Any, toolchain: Any) -> None:
-    if not (kconfig == "running" or (isinstance(kconfig, str) and KCONFIG_NAME_RE.match(kconfig))
-            or _abs_path_ok(kconfig)):
-        raise BuildError(f"kconfig must be a defconfig name, an absolute config file or 'running': {kconfig!r}")
-    if not isinstance(fragments, list) or len(fragments) > 200:
-        raise BuildError("fragments must be a list (at most 200)")
-    for f in fragments:
-        if not (isinstance(f, str) and (FRAGMENT_LINE_RE.match(f) or FRAGMENT_NAME_RE.match(f) or _abs_path_ok(f))):
-            raise BuildError(f"not an accepted kconfig fragment: {str(f)[:80]!r} (CONFIG_X=y, "
-                             "'# CONFIG_X is not set', an in-tree NAME.config or an absolute path)")
-    if not isinstance(toolchain, str) or not TOOLCHAIN_RE.match(toolchain):
-        raise BuildError(f"not an accepted toolchain: {toolchain!r} (gcc, clang, gcc-12, ...)")
-
-
 # ---------------------------------------------------------------------------------- settings
 def build_options(b: dict, home: Path | None = None) -> dict[str, Any]:
     """The host side of ``[lab.builds]`` (not part of a build's identity): ``cache_dir``,
@@ -94,7 +71,7 @@ def build_options(b: dict, home: Path | None = None) -> dict[str, Any]:
         v = b.get(k)
         if v is not None:
             v = os.path.expanduser(v)
-            if not _abs_path_ok(v):
+            if not abs_path_ok(v):
                 raise BuildError(f"[lab.builds] {k} must be an absolute path")
             out[k] = v
     if "cache_dir" not in out:
@@ -310,12 +287,12 @@ def tree_kernel(spec: BuildSpec, cache_dir: str | os.PathLike | None = None, *, 
     cfg_hash, kconfig, adds = config_inputs(spec, cache)
     key = entry_key(sha, cfg_hash, tc)
     entry = cache / "entries" / key
-    with _locked(cache / "locks" / f"{key}.lock"):
+    with locked(cache / "locks" / f"{key}.lock"):
         info = cached_result(entry)
         if info is not None:
             return _result(entry, info, spec)
         tree_id = _h(str(Path(spec.tree).resolve()))
-        with _locked(cache / "locks" / f"src-{tree_id}.lock"):
+        with locked(cache / "locks" / f"src-{tree_id}.lock"):
             info = _build(spec, sha, cache, tree_id, cfg_hash, tc, kconfig, adds, o, progress)
             tmp_entry = Path(info.pop("_tmp"))
             (tmp_entry / "regtriage.json").write_text(json.dumps(info, indent=1))

@@ -167,7 +167,8 @@ class BuildMap:
 
     @classmethod
     def from_config(cls, config: Any) -> "BuildMap":
-        from bot.lab.kbuild import build_options, validate_kconfig
+        from bot.lab.builds import validate_kconfig
+        from bot.lab.kbuild import build_options
 
         b = lab_section(config).get("builds", {})
         if not isinstance(b, dict):

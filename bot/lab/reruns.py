@@ -17,6 +17,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from storage.store import aware
+
 
 def _rerun(job: dict[str, Any]) -> dict[str, Any]:
     plan = job.get("plan") or {}
@@ -67,6 +69,15 @@ def _rerun(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def job_dict(row) -> dict[str, Any]:
+    """A ``lab_jobs`` row as a dict, its datetimes timezone-aware."""
+    d = dict(row._mapping if hasattr(row, "_mapping") else row)
+    for k in ("next_attempt_at", "deadline_at", "lease_until", "created_at", "updated_at", "started_at",
+              "finished_at"):
+        d[k] = aware(d.get(k))
+    return d
+
+
 def reruns_for(store, rid: int) -> list[dict[str, Any]]:
     """The finished reruns (jobs ``done`` with a verdict) of record ``rid``, oldest first."""
     return reruns_for_many(store, [rid])[rid]
@@ -75,7 +86,6 @@ def reruns_for(store, rid: int) -> list[dict[str, Any]]:
 def reruns_for_many(store, ids) -> dict[int, list[dict[str, Any]]]:
     """:func:`reruns_for` of several records in one statement: {record id: reruns}."""
     import storage.lab_schema as ls
-    from bot.lab.scheduler import _job
 
     ids = list(dict.fromkeys(ids))
     out: dict[int, list[dict[str, Any]]] = {rid: [] for rid in ids}
@@ -87,6 +97,6 @@ def reruns_for_many(store, ids) -> dict[int, list[dict[str, Any]]]:
                                             j.c.verdict.is_not(None))
                             .order_by(j.c.finished_at, j.c.id)).all()
     for r in rows:
-        job = _job(r)
+        job = job_dict(r)
         out[job["regression_id"]].append(_rerun(job))
     return out

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import time
 from collections import Counter
@@ -60,16 +59,14 @@ import storage.lab_schema as ls
 from bot.lab.backends import DONE, FAILED, LabError, RunSpec
 from bot.lab.inventory import InventoryError, get_machine, lab_section, make_backend
 from bot.lab.plan import PlanError, RerunPlan, make_plan
+from bot.lab.reruns import job_dict
+from bot.lab.settings import (SCHED_DEFAULTS, SchedulerError, default_owner,  # noqa: F401  (re-exported)
+                              pinned_backend_config, sched_settings)
+from storage.lab_jobs import busy_machines, machine_load  # noqa: F401  (re-exported)
 from storage.lab_schema import ACTIVE_STATES, FINAL_STATES
 
 ACTOR = "regtriage-lab"
 J, L, E = ls.lab_jobs, ls.lab_machine_leases, ls.lab_job_events
-SCHED_DEFAULTS = {"lease_s": 60, "retry_backoff_s": 60, "retry_backoff_max_s": 3600, "poll_interval_s": 5,
-                  "deadline_grace_s": 300, "on_no_match": "decline", "wait_recheck_s": 60}
-
-
-class SchedulerError(Exception):
-    """A scheduling request cannot be done; the message says why."""
 
 
 def utcnow() -> datetime:
@@ -80,30 +77,6 @@ def _aware(dt: datetime | None) -> datetime | None:
     if dt is not None and dt.tzinfo is None:
         return dt.replace(tzinfo=timezone.utc)
     return dt
-
-
-def sched_settings(config: Any) -> dict[str, Any]:
-    lab = lab_section(config)
-    out = dict(SCHED_DEFAULTS)
-    for k in SCHED_DEFAULTS:
-        if k in lab:
-            out[k] = lab[k]
-    for k in ("lease_s", "retry_backoff_s", "retry_backoff_max_s", "poll_interval_s", "deadline_grace_s",
-              "wait_recheck_s"):
-        v = out[k]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 86400 * 7:
-            raise SchedulerError(f"[lab] {k} must be a number of seconds")
-    if out["on_no_match"] not in ("wait", "decline"):
-        raise SchedulerError('[lab] on_no_match must be "wait" or "decline"')
-    jt = lab.get("job_timeout_s")
-    if jt is not None and (not isinstance(jt, (int, float)) or isinstance(jt, bool) or not 1 <= jt <= 86400 * 7):
-        raise SchedulerError("[lab] job_timeout_s must be a number of seconds")
-    out["job_timeout_s"] = jt
-    return out
-
-
-def default_owner() -> str:
-    return f"{socket.gethostname()[:60]}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def _owner_gone(owner: str | None) -> bool:
@@ -124,20 +97,12 @@ def _owner_gone(owner: str | None) -> bool:
 
 
 # ---------------------------------------------------------------------------------- reading
-def _job(row) -> dict[str, Any]:
-    d = dict(row._mapping if hasattr(row, "_mapping") else row)
-    for k in ("next_attempt_at", "deadline_at", "lease_until", "created_at", "updated_at", "started_at",
-              "finished_at"):
-        d[k] = _aware(d.get(k))
-    return d
-
-
 def get_job(store, job_id: int, *, events: bool = False) -> dict[str, Any] | None:
     with store.engine.connect() as conn:
         row = conn.execute(select(J).where(J.c.id == job_id)).first()
         if row is None:
             return None
-        job = _job(row)
+        job = job_dict(row)
         if events:
             job["events"] = [{**dict(e._mapping), "at": _aware(e.at)} for e in
                              conn.execute(select(E).where(E.c.job_id == job_id).order_by(E.c.id))]
@@ -152,22 +117,7 @@ def list_jobs(store, *, states: tuple[str, ...] | None = None, regression_id: in
     if regression_id is not None:
         q = q.where(J.c.regression_id == regression_id)
     with store.engine.connect() as conn:
-        return [_job(r) for r in conn.execute(q.order_by(J.c.id.desc()).limit(limit))]
-
-
-def machine_load(store) -> dict[str, int]:
-    """machine -> number of active jobs (waiting for it, queued on it, running on it)."""
-    from sqlalchemy import func
-
-    with store.engine.connect() as conn:
-        return {m: n for m, n in conn.execute(select(J.c.machine, func.count()).where(
-            J.c.state.in_(ACTIVE_STATES), J.c.machine.is_not(None)).group_by(J.c.machine))}
-
-
-def busy_machines(store) -> dict[str, int]:
-    """machine -> the job holding its lease."""
-    with store.engine.connect() as conn:
-        return {m: j for m, j in conn.execute(select(L.c.machine, L.c.job_id))}
+        return [job_dict(r) for r in conn.execute(q.order_by(J.c.id.desc()).limit(limit))]
 
 
 def _event(conn, job_id: int, state: str | None, message: str | None, owner: str | None = None,
@@ -239,7 +189,7 @@ def _active_job(store, rid: int) -> dict | None:
     with store.engine.connect() as conn:
         row = conn.execute(select(J).where(J.c.regression_id == rid, J.c.state.in_(ACTIVE_STATES))
                            .order_by(J.c.id).limit(1)).first()
-    return _job(row) if row else None
+    return job_dict(row) if row else None
 
 
 def _insert_job(store, values: dict, event: str) -> dict:
@@ -361,25 +311,6 @@ def schedule_rerun(store, config: Any, rid: int, *, machine: str | None = None, 
     set_status(store, rid, "rerun-scheduled", ACTOR, _scheduled_note(job, best.score), source="lab")
     return job
 
-
-def pinned_backend_config(mach, config: Any) -> dict:
-    """The machine's backend configuration as stored in the job: with the backend's work
-    directory resolved now (absolute), so a worker started elsewhere (another cwd, another
-    $REGTRIAGE_HOME) finds the runs of this job."""
-    bc = mach.backend_config(config)
-    try:
-        wd = getattr(make_backend(mach.backend, bc), "work_dir", None)
-    except Exception:  # noqa: BLE001 - submit reports a backend that cannot be built
-        wd = None
-    if wd is not None:
-        bc[mach.backend] = {**bc.get(mach.backend, {}), "work_dir": str(wd)}
-    try:  # where and how tree builds are made ([lab.builds] cache_dir, ccache_dir, jobs, limits)
-        from bot.lab.plan import BuildMap
-
-        bc["build_options"] = BuildMap.from_config(config).options
-    except PlanError:
-        pass
-    return bc
 
 
 def auto_schedule(store, config: Any, rid: int) -> dict[str, Any] | None:
@@ -586,7 +517,7 @@ class Scheduler:
             r = conn.execute(delete(L).where(L.c.job_id.in_(stale)))
             stats["leases_released"] += r.rowcount or 0
         with self.store.engine.connect() as conn:
-            lost = [_job(x) for x in conn.execute(select(J).where(J.c.state == "submitting", J.c.lease_until < now))]
+            lost = [job_dict(x) for x in conn.execute(select(J).where(J.c.state == "submitting", J.c.lease_until < now))]
         for job in lost:
             self.failure(job, f"worker {job.get('owner')} stopped while submitting", stats, expect_owner=False)
 
@@ -596,7 +527,7 @@ class Scheduler:
             return
         self._last_wait_check = t
         with self.store.engine.connect() as conn:
-            waiting = [_job(x) for x in conn.execute(select(J).where(J.c.state == "waiting").order_by(J.c.id))]
+            waiting = [job_dict(x) for x in conn.execute(select(J).where(J.c.state == "waiting").order_by(J.c.id))]
         if not waiting:
             return
         from bot.lab.matching import match_record
@@ -924,7 +855,7 @@ class Scheduler:
     def apply_verdicts(self, stats: Counter) -> None:
         """Done jobs whose verdict did not reach the record (a crash in between)."""
         with self.store.engine.connect() as conn:
-            rows = [_job(r) for r in conn.execute(select(J).where(J.c.state == "done", J.c.record_updated.is_(False)))]
+            rows = [job_dict(r) for r in conn.execute(select(J).where(J.c.state == "done", J.c.record_updated.is_(False)))]
         for job in rows:
             if _apply_verdict(self.store, job):
                 stats["verdicts_applied"] += 1

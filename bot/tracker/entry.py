@@ -121,11 +121,12 @@ def entry(store, rid: int) -> dict[str, Any] | None:
 
 
 def _bisections(store, rid: int) -> list[dict[str, Any]]:
-    """The record's lab bisections, newest first (bot.lab.bisect_driver.summary); [] without the tables."""
+    """The record's lab bisections, newest first (bot.lab.bisection.summary); [] without the tables."""
     try:
-        from bot.lab.bisect_driver import summaries_for
+        from bot.lab.bisection import summary
+        from storage.bisections import for_record
 
-        return summaries_for(store, rid)
+        return [summary(b) for b in for_record(store, rid)]
     except Exception:  # noqa: BLE001 - no bisection tables (older database)
         return []
 

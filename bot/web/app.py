@@ -457,7 +457,7 @@ def openapi_document() -> dict[str, Any]:
                 "relation": s, "message_id": ns, "url": ns, "subject": ns, "from": ns, "date": ns,
                 "counts_as_activity": {"type": "boolean"}}}},
             "reruns": {"type": "array", "items": {"$ref": "#/components/schemas/Rerun"}},
-            "bisections": {"type": "array", "items": {"type": "object"}},  # bot.lab.bisect_driver.summary
+            "bisections": {"type": "array", "items": {"type": "object"}},  # bot.lab.bisection.summary
             "history": {"type": "array", "items": {"type": "object", "properties": {
                 "at": ns, "field": s, "old": ns, "new": ns, "actor": ns, "message_id": ns, "source": ns,
                 "note": ns}}},

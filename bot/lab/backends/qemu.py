@@ -67,7 +67,8 @@ from pathlib import Path
 from bot.lab import initramfs as initramfs_mod
 from bot.lab.backends.base import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
 from bot.lab.backends.rundir import Children, atomic_write_json, default_work_dir, printable, read_json
-from bot.lab.builds import BuildError, resolve
+from bot.lab.builds import BuildError
+from bot.lab.kernels import resolve
 from bot.lab.procs import proc_alive_and_ours
 from bot.lab.recipes import MiB, RecipeError, RecipeSpec
 
