@@ -35,6 +35,7 @@ from pathlib import Path
 
 from . import patterns as P
 from .boards import arch_from_hardware
+from .subsystems import title_near_commit
 from .claim import Claim, Fact
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
@@ -564,8 +565,10 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         g = model.get("gate_" + name)
         fact = old.get(name)
         keep = g is None or g.prob(gate_features(ex, name, value, fact, out.kind)) >= g.threshold
-        if name == "subsystem" and _from_culprit_title(ex, c, out):
-            keep = True  # the area prefix of the blamed commit's own title ("mm/slub: ..."): the culprit's area
+        if name == "subsystem" and (_from_culprit_title(ex, c, out) or _from_own_subject(ex, c)):
+            # the area prefix, as written, of the blamed commit's own title ("mm/slub: ...") or
+            # of the report's own subject ("[REGRESSION] mm: ..."): the area the mail names
+            keep = True
         if not keep:
             _set_field(out, name, None)
             facts = [f for f in facts if f.field != name]
@@ -604,7 +607,16 @@ def _from_culprit_title(ex, rule: Claim, out: Claim) -> bool:
     # only where the area is the title's prefix as written ("xfs:" -> fs/xfs, "drm/xe:" ->
     # drivers/gpu/drm/xe); an area translated from another name ("shmem:" -> mm) or coarser
     # than the prefix ("sched/fair:" -> sched, which reports name either way) is left to the gate
-    return _prefix_is_value(rule.culprit_subject or "", str(rule.subsystem or ""))
+    title = rule.culprit_subject
+    if not title and ex.subsystem_source == "title_near_commit":  # 'commit <sha>\n    mm: foo' (a git log block)
+        title = title_near_commit(ex.clean, rule.culprit_commit)
+    return _prefix_is_value(title or "", str(rule.subsystem or ""))
+
+
+def _from_own_subject(ex, rule: Claim) -> bool:
+    """The rule's subsystem is the area prefix of the report's own subject, as written."""
+    return (getattr(ex, "subsystem_source", None) == "subject_title"
+            and _prefix_is_value(ex.subject or "", str(rule.subsystem or "")))
 
 
 def _prefix_is_value(title: str, value: str) -> bool:
