@@ -110,6 +110,21 @@ def for_record(store, rid: int, *, limit: int = 20) -> list[Bisection]:
     return [get(store, i) for i in ids]
 
 
+def for_records(store, rids, *, limit: int = 20) -> dict[int, list[Bisection]]:
+    """{record id: its bisections, newest first, at most ``limit``}, without their steps, in
+    one statement (the tracker entry's view of several records)."""
+    rids = list(dict.fromkeys(int(r) for r in rids))
+    out: dict[int, list[Bisection]] = {r: [] for r in rids}
+    if not rids:
+        return out
+    with store.engine.connect() as conn:
+        for row in conn.execute(select(B).where(B.c.regression_id.in_(rids)).order_by(B.c.id.desc())):
+            group = out[row.regression_id]
+            if len(group) < limit:
+                group.append(_row(Bisection, row))
+    return out
+
+
 def active_for_record(store, rid: int) -> Bisection | None:
     with store.engine.connect() as conn:
         row = conn.execute(select(B.c.id).where(B.c.regression_id == rid, B.c.state.in_(BISECT_ACTIVE))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Iterable, Iterator
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import String, and_, cast, func, insert, or_, select, update
 
 import storage.tracker_schema as ts
 from storage import schema
@@ -405,6 +405,19 @@ def find_record(store: Store, msgid: str) -> int | None:
     return rid
 
 
+def duplicates_column(dialect: str):
+    """The ids of the records marked duplicate of each row, as one comma-separated string (a
+    correlated subquery): so a page's rows carry them without a statement of their own."""
+    r, d = ts.regressions, ts.regressions.alias("dup")
+    agg = (func.string_agg(cast(d.c.id, String), ",") if dialect == "postgresql"
+           else func.group_concat(d.c.id, ","))
+    return select(agg).where(d.c.duplicate_of == r.c.id).scalar_subquery().label("_duplicates")
+
+
+def _duplicate_ids(value) -> list[int]:
+    return sorted(int(x) for x in str(value).split(",") if x) if value else []
+
+
 def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[Record] | None = None) -> dict[int, Record]:
     """Records with ``messages`` (related, with subject/from/date where stored), ``history``
     (oldest first) and ``duplicates`` (ids of records marked duplicate of them): {id: record}
@@ -416,11 +429,20 @@ def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[Record] | No
     r, rm, h, m = ts.regressions, ts.regression_messages, ts.regression_history, schema.messages
     out: dict[int, Record] = {}
     with store.engine.connect() as conn:
+        dups: dict[int, list[int]] | None = {}
         if rows is not None:
             wanted = set(ids)
             found_rows = [x if isinstance(x, Record) else Record.from_row(x) for x in rows if x["id"] in wanted]
+            for x in found_rows:
+                if x.duplicates is None:
+                    dups = None  # rows without their duplicates: one more statement below
+                    break
+                dups[x.id] = list(x.duplicates)
         else:
-            found_rows = [Record.from_row(x) for x in conn.execute(select(r).where(r.c.id.in_(ids))).mappings()]
+            found_rows = []
+            for x in conn.execute(select(r, duplicates_column(conn.dialect.name)).where(r.c.id.in_(ids))).mappings():
+                found_rows.append(Record.from_row(x))
+                dups[x["id"]] = _duplicate_ids(x["_duplicates"])
         for rec in found_rows:
             rec.messages, rec.history, rec.duplicates = [], [], []
             out[rec.id] = rec
@@ -438,9 +460,14 @@ def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[Record] | No
             out[rid].messages.append(RelatedMessage(**{**d, "date": aware(d["date"])}))
         for x in conn.execute(select(h).where(h.c.regression_id.in_(found)).order_by(h.c.id)).mappings():
             out[x["regression_id"]].history.append(_history(x))
-        # sorted here: an ORDER BY id would make SQLite walk the whole table in id order
-        for rid, dup in sorted(conn.execute(select(r.c.duplicate_of, r.c.id).where(r.c.duplicate_of.in_(found)))):
-            out[rid].duplicates.append(dup)
+        if dups is not None:
+            for rid in found:
+                out[rid].duplicates = dups.get(rid, [])
+        else:
+            # sorted here: an ORDER BY id would make SQLite walk the whole table in id order
+            for rid, dup in sorted(conn.execute(select(r.c.duplicate_of, r.c.id)
+                                                .where(r.c.duplicate_of.in_(found)))):
+                out[rid].duplicates.append(dup)
     return out
 
 
@@ -465,7 +492,8 @@ def fetch_page(store: Store, ids_q, *, limit: int, offset: int = 0) -> tuple[lis
     order = (r.c.updated_at.desc(), r.c.id.desc())
     count_q = select(func.count()).select_from(ids_q.subquery())
     page_ids = ids_q.order_by(*order).limit(max(0, int(limit))).offset(offset)
-    q = select(r, count_q.scalar_subquery().label("_total")).where(r.c.id.in_(page_ids)).order_by(*order)
+    q = (select(r, count_q.scalar_subquery().label("_total"), duplicates_column(store.engine.dialect.name))
+         .where(r.c.id.in_(page_ids)).order_by(*order))
     with store.engine.connect() as conn:
         rows = list(conn.execute(q).mappings()) if limit > 0 else []
         if rows:
@@ -474,7 +502,12 @@ def fetch_page(store: Store, ids_q, *, limit: int, offset: int = 0) -> tuple[lis
             total = conn.execute(count_q).scalar_one()
         else:
             total = 0
-    return [Record.from_row(x) for x in rows], total
+    out = []
+    for x in rows:
+        rec = Record.from_row(x)
+        rec.duplicates = _duplicate_ids(x["_duplicates"])
+        out.append(rec)
+    return out, total
 
 
 def history_after(store: Store, after: int, limit: int) -> list[HistoryEntry]:

@@ -122,13 +122,20 @@ def entry(store, rid: int) -> dict[str, Any] | None:
 
 def _bisections(store, rid: int) -> list[dict[str, Any]]:
     """The record's lab bisections, newest first (bot.lab.bisection.summary); [] without the tables."""
-    try:
-        from bot.lab.bisection import summary
-        from storage.bisections import for_record
+    return _bisections_many(store, [rid]).get(rid, [])
 
-        return [summary(b) for b in for_record(store, rid)]
-    except Exception:  # noqa: BLE001 - no bisection tables (older database)
-        return []
+
+def _bisections_many(store, ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """{id: lab bisections, newest first} in one statement; {} without the bisection tables."""
+    from bot.lab.bisection import summary
+    from storage.bisections import for_records
+    from storage.store import MISSING_TABLE_ERRORS
+
+    try:
+        found = for_records(store, ids)
+    except MISSING_TABLE_ERRORS:  # an older database: no bisections
+        return {}
+    return {rid: [summary(b) for b in bs] for rid, bs in found.items()}
 
 
 def _reruns(store, rid: int) -> list[dict[str, Any]]:
@@ -149,19 +156,22 @@ def _reruns(store, rid: int) -> list[dict[str, Any]]:
 
 def entries(store, ids, *, rows=None) -> list[dict[str, Any]]:
     """The entries of several records, in the order of ``ids`` (unknown ids left out), read in
-    a fixed number of statements however many there are (five: records, messages, history,
-    duplicates, reruns; four when ``rows``, their record rows as a query returned them, are
-    given)."""
+    a fixed number of statements however many there are (five: records with their duplicates,
+    messages, history, reruns, bisections; four when ``rows``, their record rows as a query
+    returned them, are given)."""
     from bot.tracker.records import get_records
 
     ids = [int(i) for i in ids]
     recs = get_records(store, ids, rows=rows)
-    reruns = _reruns_many(store, [i for i in ids if i in recs])
+    found = [i for i in ids if i in recs]
+    reruns = _reruns_many(store, found)
+    bisections = _bisections_many(store, found)
     out = []
     for rid in ids:
         if rid in recs:
             e = build_entry(recs[rid])
             e["reruns"] = reruns.get(rid, [])
+            e["bisections"] = bisections.get(rid, [])
             out.append(e)
     return out
 
