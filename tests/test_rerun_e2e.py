@@ -170,18 +170,20 @@ def test_report_to_verdict_with_two_real_kernels(lab_cli, tmp_path, lab_tools): 
     if run["verdict"] == "inconclusive" and n == 6:  # stopped early: futility or the noise gate (TCG)
         assert not job["result"]["reasons"][0].startswith("continue"), job["result"]["reasons"]
     assert all(isinstance(v, float) and v > 0 for v in run["samples"]["good"] + run["samples"]["bad"])
-    assert run["order"] == ["good", "bad", "good", "bad"] * (n // 6)
+    # the default order is abba: each pair of batches counterbalanced (good bad, bad good, ...)
+    assert run["order"] == (["good", "bad", "bad", "good"] * n)[:len(run["order"])]
+    assert run["order"].count("good") == run["order"].count("bad")
     assert run["recipe_params"] == {"bs": "512", "count": 100000, "sync": "none", "direct": False}
     assert len(run["ci"]) == 2 and run["ci"][0] <= run["change_percent"] <= run["ci"][1]
     last = e["history"][-1]
     assert last["actor"] == "regtriage-lab" and last["new"] == job["verdict"]
     assert f"{run['change_percent']:+.2f}%" in last["note"] and "CI" in last["note"]
 
-    # the raw log: both real kernels booted, alternating, warm-ups discarded
+    # the raw log: both real kernels booted, counterbalanced (abba), warm-ups discarded
     assert len(run["logs"]) == n // 6
     log = "".join(Path(p).read_text() for p in run["logs"])
     releases = re.findall(r"^REGTRIAGE-START .*kernel=(\S+)", log, re.M)
-    assert releases == [good, bad, good, bad] * (n // 6)
+    assert releases == [good, bad, bad, good] * (n // 6)
     bench = sorted(float(v) for v in re.findall(r"^BENCH dd\.write_MBps=([0-9.]+)", log, re.M))
     assert bench == sorted(run["samples"]["good"] + run["samples"]["bad"])
     assert len(re.findall(r"^WARMUP ", log, re.M)) == 4 * (n // 6)

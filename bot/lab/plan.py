@@ -67,7 +67,7 @@ GONE_SETTINGS = ("build_command", "image_path")
 DEBIAN_ARCH = (("-amd64", "x86_64"), ("-arm64", "aarch64"), ("-686-pae", "i386"), ("-686", "i386"),
                ("-i386", "i386"))
 
-DEFAULTS = {"runs": 5, "warmup": 1, "samples_per_batch": 1, "order": "abab", "max_runs": 20, "extend_step": 5,
+DEFAULTS = {"runs": 5, "warmup": 1, "samples_per_batch": 1, "order": "abba", "max_runs": 20, "extend_step": 5,
             "alpha": 0.01, "noise_percent": 1.0, "max_attempts": 3, "spending": "pocock", "futility_power": 0.10,
             "max_cv_percent": 5.0, "allow_emulated": False}
 LIMITS = {"runs": (2, 100), "warmup": (0, 20), "samples_per_batch": (1, 100), "max_runs": (2, 200),
@@ -358,7 +358,7 @@ class RerunPlan:
     runs: int = 5
     warmup: int = 1
     samples_per_batch: int = 1
-    order: str = "abab"
+    order: str = "abba"
     timeouts: Timeouts = field(default_factory=Timeouts)
     max_runs: int = 20
     extend_step: int = 5
