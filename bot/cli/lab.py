@@ -166,6 +166,15 @@ def register(main: click.Group) -> None:
                       f"job {m['busy_with']}" if m["busy_with"] else "")
         _console().print(t)
 
+    def _dry_run(obj, rid: int, **kw) -> dict:
+        """What ``rerun`` would do for the record (plan and match), nothing scheduled."""
+        from bot.lab.scheduler import schedule_rerun
+
+        try:
+            return schedule_rerun(obj.store, obj.config, rid, dry_run=True, **kw)
+        except _lab_errors() as exc:
+            raise click.ClickException(str(exc)) from None
+
     @lab_group.command("match")
     @click.argument("ident")
     @click.option("--machine", default=None, help="Score only this machine.")
@@ -173,13 +182,8 @@ def register(main: click.Group) -> None:
     @click.pass_obj
     def lab_match(obj, ident, machine, as_json):
         """Score every machine for a record (id or Message-ID), with the reasons."""
-        from bot.lab.scheduler import schedule_rerun
-
         rid = _record_id(obj, ident)
-        try:
-            out = schedule_rerun(obj.store, obj.config, rid, machine=machine, dry_run=True)
-        except _lab_errors() as exc:
-            raise click.ClickException(str(exc)) from None
+        out = _dry_run(obj, rid, machine=machine)
         plan = out["plan"]
         m = out["match"]
         if m is None:  # the plan was declined: score without a recipe, against the record alone
@@ -203,13 +207,8 @@ def register(main: click.Group) -> None:
     @click.pass_obj
     def lab_plan(obj, ident, runs, as_json):
         """The rerun plan of a record (workload, builds, runs), without scheduling it."""
-        from bot.lab.scheduler import schedule_rerun
-
         rid = _record_id(obj, ident)
-        try:
-            out = schedule_rerun(obj.store, obj.config, rid, runs=runs, dry_run=True)
-        except _lab_errors() as exc:
-            raise click.ClickException(str(exc)) from None
+        out = _dry_run(obj, rid, runs=runs)
         if as_json:
             _dump(out)
         else:

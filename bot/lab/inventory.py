@@ -311,6 +311,12 @@ def lab_section(config: Any) -> dict:
     return data if ("machines" in data or "builds" in data or "qemu" in data) else {}
 
 
+
+def lab_values(config: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    """``defaults`` with the values ``[lab]`` sets for those keys (not yet validated)."""
+    lab = lab_section(config)
+    return {k: lab.get(k, v) for k, v in defaults.items()}
+
 def _machine(i: int, d: Any) -> Machine:
     if not isinstance(d, dict):
         raise InventoryError(f"[[lab.machines]] #{i + 1} must be a table")

@@ -55,7 +55,7 @@ from typing import Any
 
 from bot.lab.backends import ORDERS, LabError, RunSpec, Timeouts
 from bot.lab.builds import BuildError, BuildSpec
-from bot.lab.inventory import lab_section, normalize_arch
+from bot.lab.inventory import lab_section, lab_values, normalize_arch
 from bot.lab.recipes import RecipeError, RecipeSpec, recipe_from_claim
 from bot.lab.stats import SPENDING
 
@@ -81,10 +81,7 @@ class PlanError(ValueError):
 def lab_settings(config: Any) -> dict[str, Any]:
     """The ``[lab]`` run settings with defaults, validated."""
     lab = lab_section(config)
-    out = dict(DEFAULTS)
-    for k in DEFAULTS:
-        if k in lab:
-            out[k] = lab[k]
+    out = lab_values(config, DEFAULTS)
     for k, (lo, hi) in LIMITS.items():
         v = out[k]
         if type(v) is not int or not lo <= v <= hi:

@@ -8,7 +8,7 @@ import secrets
 import socket
 from typing import Any
 
-from bot.lab.inventory import lab_section, make_backend
+from bot.lab.inventory import lab_section, lab_values, make_backend
 from bot.lab.plan import PlanError
 
 SCHED_DEFAULTS = {"lease_s": 60, "retry_backoff_s": 60, "retry_backoff_max_s": 3600, "poll_interval_s": 5,
@@ -21,10 +21,7 @@ class SchedulerError(Exception):
 
 def sched_settings(config: Any) -> dict[str, Any]:
     lab = lab_section(config)
-    out = dict(SCHED_DEFAULTS)
-    for k in SCHED_DEFAULTS:
-        if k in lab:
-            out[k] = lab[k]
+    out = lab_values(config, SCHED_DEFAULTS)
     for k in ("lease_s", "retry_backoff_s", "retry_backoff_max_s", "poll_interval_s", "deadline_grace_s",
               "wait_recheck_s"):
         v = out[k]

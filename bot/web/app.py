@@ -621,16 +621,20 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
             next_url = path + "?" + urlencode({**keep, "offset": offset + limit})
         return prev_url, next_url
 
+    def form_search(request: Request, form: dict, *, min_limit: int):
+        """(limit, offset, search result) of a list request's paging and filter fields."""
+        limit = _int_param(request.query_params.get("limit"), DEFAULT_LIMIT, "limit", min_limit, MAX_LIMIT)
+        offset = _int_param(request.query_params.get("offset"), 0, "offset", 0)
+        return limit, offset, search(store, form["q"], status=form["status"], subsystem=form["subsystem"],
+                                     kind=form["kind"], text=form["text"], limit=limit, offset=offset)
+
     def list_page(request: Request):
         form = params(request)
         error = None
         rows, total, understood = [], 0, ""
         limit = offset = 0
         try:
-            limit = _int_param(request.query_params.get("limit"), DEFAULT_LIMIT, "limit", 1, MAX_LIMIT)
-            offset = _int_param(request.query_params.get("offset"), 0, "offset", 0)
-            rows, total, understood = search(store, form["q"], status=form["status"], subsystem=form["subsystem"],
-                                             kind=form["kind"], text=form["text"], limit=limit, offset=offset)
+            limit, offset, (rows, total, understood) = form_search(request, form, min_limit=1)
         except SearchError as exc:
             error = str(exc)
         root = request.scope.get("root_path", "").rstrip("/")
@@ -652,10 +656,7 @@ def create_app(store, config=None, *, reruns: RerunSource | None = None):
     def api_list(request: Request):
         form = params(request)
         try:
-            limit = _int_param(request.query_params.get("limit"), DEFAULT_LIMIT, "limit", 0, MAX_LIMIT)
-            offset = _int_param(request.query_params.get("offset"), 0, "offset", 0)
-            rows, total, _ = search(store, form["q"], status=form["status"], subsystem=form["subsystem"],
-                                    kind=form["kind"], text=form["text"], limit=limit, offset=offset)
+            limit, offset, (rows, total, _) = form_search(request, form, min_limit=0)
         except SearchError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         items = entries(store, [r["id"] for r in rows], rows=rows)  # the lab's reruns too; a fixed number of statements
