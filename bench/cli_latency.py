@@ -11,8 +11,9 @@ The database is a fresh SQLite file in a temporary $REGTRIAGE_HOME (empty unless
 first, untimed run creates the schema), so what is measured is start-up, configuration, the schema check and the
 query itself.  Reports the median (and min, max) of --runs runs: wall time and the CPU time
 (user + sys) of the process, which a busy machine disturbs less; plus `python -c pass` and a
-process that only imports what the command cannot do without (click, SQLAlchemy, rich): the
-floor for this design on this machine.
+process that only imports what the command cannot do without (click, sqlite3, rich: on a
+current SQLite database `query` reads without SQLAlchemy, storage.search): the floor for this
+design on this machine.
 --compare REV checks REV's code out into a temporary directory (git archive) and alternates
 runs of it and of the working tree, the same interpreter and packages for both, so that both
 figures see the same load.
@@ -71,17 +72,15 @@ def importtime(cmd: list[str], env: dict, top: int = 12) -> None:
             print(f"  (imports {heavy})")
 
 
-def fill_db(path: Path, n: int) -> None:
-    """n synthetic records (bench/query.py's generator) into the SQLite database at ``path``."""
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "bench"))
-    from query import fill  # bench/query.py
-
-    from storage.store import Store
-
-    store = Store(f"sqlite:///{path}")
-    fill(store, n)
-    store.close()
+def fill_db(path: Path, n: int, env: dict) -> None:
+    """n synthetic records (bench/query.py's generator) into the SQLite database at ``path``,
+    by the code on ``env``'s PYTHONPATH (each tree fills its own database with its own schema)."""
+    # the tree's modules first: bench/query.py puts this tree on sys.path when it is imported
+    script = ("import sys; from storage.store import Store; import storage.tracker_schema, bot.tracker.fields; "
+              "sys.path.insert(1, sys.argv[1]); from query import fill; "
+              "s = Store('sqlite:///' + sys.argv[2]); fill(s, int(sys.argv[3])); s.close()")
+    subprocess.run([sys.executable, "-c", script, str(ROOT / "bench"), str(path), str(n)], env=env, cwd=path.parent,
+                   check=True, stdout=subprocess.DEVNULL)
 
 
 def main() -> None:
@@ -94,7 +93,9 @@ def main() -> None:
     a = ap.parse_args()
     args = a.args or DEFAULT
     with tempfile.TemporaryDirectory(prefix="regtriage-bench-") as home:
-        env = dict(os.environ, REGTRIAGE_HOME=home, COLUMNS="80")
+        # PYTHONPATH: this tree's code, whatever the installed package is (an editable install
+        # of another checkout would otherwise be timed)
+        env = dict(os.environ, REGTRIAGE_HOME=home, COLUMNS="80", PYTHONPATH=str(ROOT))
         for k in ("REGTRIAGE_DB", "REGTRIAGE_CONFIG"):
             env.pop(k, None)
         exe = Path(sys.executable).with_name("regtriage")
@@ -118,10 +119,10 @@ def main() -> None:
             subprocess.run(cmd, env=envs[label], cwd=envs[label]["REGTRIAGE_HOME"], check=True,
                            stdout=subprocess.DEVNULL)  # creates the schema, warms the caches
             if a.records:
-                fill_db(Path(envs[label]["REGTRIAGE_HOME"]) / "regtriage.sqlite3", a.records)
+                fill_db(Path(envs[label]["REGTRIAGE_HOME"]) / "regtriage.sqlite3", a.records, envs[label])
         samples: dict[str, list] = {label: [] for label in cmds}
         base, floor = [], []
-        imports = "import click, sqlalchemy, sqlalchemy.dialects.sqlite, rich.console, rich.table"
+        imports = "import click, sqlite3, rich.console, rich.table"
         for _ in range(a.runs):
             base.append(run([sys.executable, "-c", "pass"], env))
             floor.append(run([sys.executable, "-c", imports], env))

@@ -18,7 +18,10 @@ confirmed, improved and inconclusive.
   (two builds for the planner, byte-identical kernels); ``--aa`` reruns, each a fresh record
   claiming a 10% throughput drop.  Target: none "confirmed" (nor "improved").
 
-    .venv/bin/python bench/qemu_verdicts.py [--aa 10] [--ab 1] [--json] [--cache DIR]
+    .venv/bin/python bench/qemu_verdicts.py [--aa 10] [--ab 1] [--load PROCS] [--json] [--cache DIR]
+
+``--load 1``: one busy process switched on and off at random (10-90 s each) during the reruns,
+so the host's speed changes in the middle of a rerun (as when CI or other lab jobs share it).
 
 Needs qemu-system-x86, busybox-static, cpio and apt (Debian kernels are downloaded once into
 the cache, ~70 MB each).  About 1-3 minutes per rerun on a 2-core machine under TCG.
@@ -88,7 +91,9 @@ def make_record(store, good: str, bad: str, claim: float) -> int:
 
 def rerun(store, config: dict, good: str, bad: str, claim: float, timeout: float = 3600) -> dict:
     """One rerun through schedule_rerun and the scheduler; the finished job's figures."""
-    from bot.lab.scheduler import Scheduler, get_job, schedule_rerun
+    from bot.lab.scheduler import Scheduler
+    from bot.lab.scheduling import schedule_rerun
+    from storage.lab_jobs import get as get_job
 
     rid = make_record(store, good, bad, claim)
     job = schedule_rerun(store, config, rid)
@@ -105,7 +110,21 @@ def rerun(store, config: dict, good: str, bad: str, claim: float, timeout: float
             "n_good": r.get("n_good"), "n_bad": r.get("n_bad"), "cv_percent": r.get("cv_percent"),
             "median_good": statistics.median(s["good"]) if s.get("good") else None,
             "median_bad": statistics.median(s["bad"]) if s.get("bad") else None,
-            "reason": (r.get("reasons") or [None])[0], "seconds": round(time.monotonic() - t0, 1)}
+            "reason": (r.get("reasons") or [None])[0], "seconds": round(time.monotonic() - t0, 1),
+            "analysis": r.get("analysis"), "welch_verdict": _welch_verdict(s, job.get("plan") or {}),
+            "samples": {"good": s.get("good"), "bad": s.get("bad"), "order": s.get("order")}}
+
+
+def _welch_verdict(s: dict, plan: dict) -> str | None:
+    """What the two-sample analysis would have said at the look where the paired one stopped
+    (the same samples; for comparison only)."""
+    from bot.lab.stats import Design, decide
+
+    if not s.get("good") or not s.get("bad"):
+        return None
+    design = Design.from_settings({**plan, "analysis": "welch"})
+    return decide(s["good"], s["bad"], design, higher_is_better=bool(s.get("higher_is_better", True)),
+                  claimed_change_percent=plan.get("claimed_change_percent"), emulated=True).verdict
 
 
 def aa_images(cache: Path, generic: str, work: Path) -> tuple[str, str]:
@@ -120,7 +139,52 @@ def aa_images(cache: Path, generic: str, work: Path) -> tuple[str, str]:
     return out[0], out[1]
 
 
-def run(aa: int, ab: int, cache: Path, work: Path, log=print) -> dict:
+def _burn(stop_at: float) -> None:  # one busy CPU until stop_at (a child process)
+    while time.time() < stop_at:
+        pass
+
+
+class SwitchingLoad:
+    """Other jobs coming and going on the host during the reruns: ``procs`` busy processes,
+    switched on and off at seeded random intervals (busy 10-90 s, idle 10-90 s), so the speed
+    of the machine changes in the middle of a rerun, as when other lab or CI jobs share it."""
+
+    def __init__(self, procs: int, seed: int = 0):
+        import multiprocessing
+        import random
+        import threading
+
+        self.procs, self.rng, self.mp = procs, random.Random(seed), multiprocessing.get_context("spawn")
+        self.stop = threading.Event()
+        self.switches = 0
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            busy = self.rng.uniform(10, 90)
+            workers = [self.mp.Process(target=_burn, args=(time.time() + busy,)) for _ in range(self.procs)]
+            for w in workers:
+                w.start()
+            self.switches += 1
+            for w in workers:
+                while w.is_alive() and not self.stop.is_set():
+                    w.join(0.5)
+                if w.is_alive():
+                    w.terminate()
+            self.stop.wait(self.rng.uniform(10, 90))
+
+    def __enter__(self):
+        if self.procs:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.procs:
+            self.thread.join()
+
+
+def run(aa: int, ab: int, cache: Path, work: Path, log=print, load_procs: int = 0) -> dict:
     from storage.store import Store
 
     generic, rt = pick_pair()
@@ -132,18 +196,21 @@ def run(aa: int, ab: int, cache: Path, work: Path, log=print) -> dict:
     build_map = {rv: f"debian:{rt}", gv: f"debian:{generic}", "aa-good": f"image:{a}", "aa-bad": f"image:{b}"}
     config = lab_config(work, cache, build_map)
     store = Store(f"sqlite:///{work / 'bench.db'}")
-    out = {"kernels": {"generic": generic, "rt": rt}, "ab": [], "aa": []}
+    out = {"kernels": {"generic": generic, "rt": rt}, "ab": [], "aa": [], "load_procs": load_procs}
+    load = SwitchingLoad(load_procs)
     try:
-        for i in range(ab):
-            r = rerun(store, config, gv, rv, -30.0)
-            log(f"A/B {i + 1}/{ab} (good {gv}, bad {rv}): {_line(r)}")
-            out["ab"].append(r)
-        for i in range(aa):
-            r = rerun(store, config, "aa-good", "aa-bad", -10.0)
-            log(f"A/A {i + 1}/{aa} ({gv} twice): {_line(r)}")
-            out["aa"].append(r)
+        with load:
+            for i in range(ab):
+                r = rerun(store, config, gv, rv, -30.0)
+                log(f"A/B {i + 1}/{ab} (good {gv}, bad {rv}): {_line(r)}")
+                out["ab"].append(r)
+            for i in range(aa):
+                r = rerun(store, config, "aa-good", "aa-bad", -10.0)
+                log(f"A/A {i + 1}/{aa} ({gv} twice): {_line(r)}")
+                out["aa"].append(r)
     finally:
         store.close()
+        out["load_switches"] = load.switches
     out["counts"] = {k: _counts(out[k]) for k in ("ab", "aa")}
     return out
 
@@ -161,7 +228,8 @@ def _line(r: dict) -> str:
     ci = r["ci"] or [float("nan")] * 2
     return (f"{r['verdict']}: {r['change_percent']:+.2f}% (99% CI {ci[0]:+.2f}..{ci[1]:+.2f}), "
             f"n={r['n_good']}+{r['n_bad']}, medians {r['median_good']:.4g} -> {r['median_bad']:.4g} MB/s, "
-            f"CV {r['cv_percent']:.1f}%, {r['seconds']:.0f} s; {r['reason']}")
+            f"CV {r['cv_percent']:.1f}%, {r['seconds']:.0f} s, {r.get('analysis')} analysis "
+            f"(Welch on the same samples: {r.get('welch_verdict')}); {r['reason']}")
 
 
 def main() -> None:
@@ -169,10 +237,13 @@ def main() -> None:
     ap.add_argument("--aa", type=int, default=10, help="A/A reruns (same kernel twice)")
     ap.add_argument("--ab", type=int, default=1, help="A/B reruns (generic good, rt bad)")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="Debian kernel build cache")
+    ap.add_argument("--load", type=int, default=0, metavar="PROCS",
+                    help="busy processes switched on and off at random during the reruns (a shared host)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="regtriage-qemu-bench-") as tmp:
-        out = run(args.aa, args.ab, args.cache, Path(tmp), log=lambda s: print(s, file=sys.stderr, flush=True))
+        out = run(args.aa, args.ab, args.cache, Path(tmp), log=lambda s: print(s, file=sys.stderr, flush=True),
+                  load_procs=args.load)
     if args.json:
         print(json.dumps(out, indent=2, default=str))
         return

@@ -49,7 +49,8 @@ def free_port() -> int:
 
 def serve(db_url: str, home: str, workers: int) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    env = {**os.environ, "REGTRIAGE_HOME": home}
+    # this tree's code, whatever the installed (perhaps editable, perhaps elsewhere) package is
+    env = {**os.environ, "REGTRIAGE_HOME": home, "PYTHONPATH": str(HERE.parent)}
     proc = subprocess.Popen([str(Path(sys.executable).parent / "regtriage"), "--db", db_url, "serve",
                              "--port", str(port), "--log-level", "warning", "--workers", str(workers)], env=env)
     deadline = time.monotonic() + 60

@@ -15,6 +15,7 @@ import copy
 import re
 
 from . import patterns as P
+from . import scan
 from .claim import Claim, Fact, MentionedCommit
 
 __all__ = ["Claim", "Fact", "MentionedCommit", "extract", "merge_thread", "prefilter", "get_nlp"]
@@ -44,10 +45,10 @@ def prefilter(subject: str | None, body: str) -> bool:
         return bool(_STRONG.search(subject)) and not re.search(r"\bfix", subject, re.I)
     if _PATCHY.search(subject):
         # a reply in a patch or pull thread: a report if it talks like one
-        return bool(_STRONG.search(subject) or P.search(_CUES, head) or P.ROBOT_SUBJECT.search(subject))
+        return bool(_STRONG.search(subject) or scan.search(_CUES, head) or P.ROBOT_SUBJECT.search(subject))
     if P.ROBOT_SUBJECT.search(subject):
         return True
-    return bool(_CUES.search(subject) or P.search(_CUES, head) or _WEAK_CUES.search(subject)
+    return bool(_CUES.search(subject) or scan.search(_CUES, head) or _WEAK_CUES.search(subject)
                 or _WEAK_CUES.search(head))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .patterns import fold, may_match
+from .scan import fold, may_match
 
 # (pattern, arch); first match in the text wins, most specific patterns first
 TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
@@ -65,6 +65,13 @@ TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
     (r"\b(?:Octeon(?!\s?(?:TX|10))\w*|Loongson-?[23]\w*|MT7621\w*|MT7628\w*|AR71\d\d|AR9\d{3}|QCA9\d{3}|"
      r"Ingenic\s?\w+|JZ47\d\d|BCM63\d\d|Lantiq\w*|MIPS\s+Malta)\b", "mips"),
     (r"\bLoongson-?3A[56]000\w*|\bLoongson\s+3A[56]000\b|\b3A[56]000\b", "loongarch"),
+    # x86: an oops' register line says which (RIP with code segment 0010 is a 64-bit kernel, EIP
+    # a 32-bit one); CPU families sold only in the 64-bit era (the kernel may still be 32-bit:
+    # the trained gate decides whether to keep these)
+    (r"\bRIP:\s?0010:|\bRIP:\s?\[<ffffffff", "x86_64"),
+    (r"\bEIP:\s?0060:|\bEIP:\s?\[<c0", "i386"),
+    (r"\b(?:Ryzen|EPYC|Threadripper)\b|\bXeon\(?R?\)?\s+(?:Platinum|Gold|Silver|Bronze|Max|W-\d{4}|"
+     r"E[357]-\d{4}\w*\s+v\d|E-2\d{3})|\bCore\(?T?M?\)?\s+(?:i[3579]-\d{4,5}\w*|Ultra\s+\d)", "x86_64"),
     # s390 / others
     (r"\b(?:z/?Architecture|IBM\s+z\d{2}|zSeries|z/VM|LinuxONE)\b", "s390"),
     (r"\b(?:UltraSPARC\w*|SPARC\s?T\d|SPARC\s?M\d|Sun\s+Fire\s+T\d+)\b", "sparc64"),

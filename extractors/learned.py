@@ -1,6 +1,6 @@
 """Trained decisions over the rule pipeline's candidates.
 
-The rule stages (``rules.Extractor``) find every candidate with high recall and give their own
+The rule stages (``rules.rule_context``) find every candidate with high recall and give their own
 opinion; the linear models trained from the labelled corpus (``bench/train_model.py``,
 ``make model``) decide:
 
@@ -15,9 +15,9 @@ opinion; the linear models trained from the labelled corpus (``bench/train_model
 * a keep-or-drop gate for each remaining field the rules fill (metric, change, hardware,
   config, subsystem), over the words of the sentence the value came from.
 
-Candidate features are the words just left and right of each mention, the words of its
-sentence, its quote depth, whether it is in the subject, its shape (rc, stable, distro build,
-next-, hex length), its rank among the versions, and the rule's choice.  The models are
+Candidate features (``features``) are the words just left and right of each mention, the words
+of its sentence, its quote depth, whether it is in the subject, its shape (rc, stable, distro
+build, next-, hex length), its rank among the versions, and the rule's choice.  The models are
 logistic regressions (scikit-learn at training time); what ships is their weights as JSON
 (``data/model.json``), applied here with dictionary look-ups: no pickle, no scikit-learn at run
 time, nothing downloaded.  Pure: no I/O beyond reading the shipped weights once.
@@ -35,48 +35,16 @@ from pathlib import Path
 
 from . import patterns as P
 from .boards import arch_from_hardware
-from .subsystems import title_near_commit
 from .claim import Claim, Fact
+from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
+                       cpu_candidates, gate_features, message_features, norm_version, prefix_is_value,
+                       version_candidates, version_features, version_order)
+from .subsystems import title_near_commit
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
 
 GATED_FIELDS = ("metric", "change_percent", "cpu", "arch", "memory", "storage", "filesystem",
                 "benchmark", "subsystem")
-
-_TOK = re.compile(r"(?:linux-|v)?\d+\.\d+[\w.+~-]*|[A-Za-z_][\w'-]*|\d[\w.+~-]*%?|[%#:=<>/\[\]()@!?*+-]")
-_HEX = re.compile(r"^[0-9a-f]{7,40}$")
-_VERSHAPE = re.compile(r"^(?:linux-|v)?\d+\.\d+")
-_NUM = re.compile(r"^[+-]?\d[\d.,]*$")
-
-
-@lru_cache(maxsize=1 << 16)
-def shape(tok: str) -> str:
-    """A token with its value abstracted away: numbers, versions, ids become their shape."""
-    low = tok.lower()
-    if _HEX.match(low) and re.search(r"\d", low) and re.search(r"[a-f]", low):
-        return "<hex>"
-    if low.endswith("%"):
-        return "<pct>"
-    if _VERSHAPE.match(low):
-        return "<ver-rc>" if "-rc" in low else "<ver>"
-    if low.startswith("next-") and low[5:].isdigit():
-        return "<next>"
-    if _NUM.match(low):
-        return "<num>"
-    if low[:1].isdigit():
-        return "<numx>"
-    return low[:24]
-
-
-def words(text: str, limit: int = 100000) -> list[str]:
-    return [shape(t) for t in _TOK.findall(text[:limit])]
-
-
-def ngrams(prefix: str, toks: list[str], bigrams: bool = True) -> set[str]:
-    out = {f"{prefix}:{t}" for t in toks}
-    if bigrams:
-        out.update(f"{prefix}:{a}_{b}" for a, b in zip(toks, toks[1:]))
-    return out
 
 
 class Linear:
@@ -119,366 +87,6 @@ def shipped_model() -> Model | None:
     return Model.from_dict(json.loads(MODEL_FILE.read_text(encoding="utf-8")))
 
 
-# ------------------------------------------------------------------------------ features
-
-def message_features(ctx) -> set[str]:
-    """Features of the whole message (for is_regression and kind)."""
-    ex, claim = ctx.ex, ctx.rule_claim
-    subj = ex.subject or ""
-    f = {"bias_msg"}
-    f |= ngrams("s", words(subj))
-    own = [u.text for u in ex.mt.units if u.depth == 0]
-    quoted = [u.text for u in ex.mt.units if u.depth > 0]
-    f |= ngrams("u", words("\n".join(own), 12000))
-    f |= ngrams("q", words("\n".join(quoted), 6000), bigrams=False)
-    f.add(f"rule_reg={claim.is_regression}")
-    f.add(f"rule_conf={min(9, int(claim.confidence * 10))}")
-    f.add(f"rule_kind={claim.kind}")
-    for name in ("culprit_commit", "good", "bad", "metric", "change_percent"):
-        if getattr(claim, name) is not None:
-            f.add(f"rule_has_{name}")
-    for reason in ctx.why:
-        f.add("why:" + re.sub(r"[-+]?\d+(?:\.\d+)?|x\d+", "", reason).strip())
-    if ex.is_robot:
-        f.add("robot")
-    if P.PATCH_SUBJECT.search(subj):
-        f.add("patch_subject")
-    if P.PULL_SUBJECT.search(subj):
-        f.add("pull_subject")
-    if P.REPLY_SUBJECT.search(subj):
-        f.add("reply_subject")
-    own_text = "\n".join(own)
-    if re.search(r"^(?:diff --git|--- a/|\+\+\+ b/)", own_text, re.M):
-        f.add("own_diff")
-    if re.search(r"^Fixes:\s*[0-9a-f]{7,}", own_text, re.M):
-        f.add("own_fixes_tag")
-    if re.search(r"^Signed-off-by:", own_text, re.M):
-        f.add("own_signoff")
-    if not own_text.strip():
-        f.add("no_own_text")
-    return f
-
-
-def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> set[str]:
-    text = ex.subject if in_subject else ex.clean
-    left = words(text[max(0, cs - 80):cs])[-6:]
-    right = words(text[ce:ce + 80])[:6]
-    f = set()
-    for i, t in enumerate(reversed(left)):
-        f.add(f"{prefix}L:{t}")
-        if i < 2:
-            f.add(f"{prefix}L{i + 1}:{t}")
-    for i, t in enumerate(right):
-        f.add(f"{prefix}R:{t}")
-        if i < 2:
-            f.add(f"{prefix}R{i + 1}:{t}")
-    if in_subject:
-        f.add(f"{prefix}in_subject")
-        return f
-    unit = ex.mt.unit_at(cs)
-    if unit is not None:
-        f |= _unit_feats(ex, unit, prefix)
-        f.add(f"{prefix}structured={unit.structured}")
-        first = words(unit.text.lstrip()[:30])[:1]
-        if first:
-            f.add(f"{prefix}line0:{first[0]}")
-    d = ex.mt.depth_at(cs)
-    f.add(f"{prefix}depth={min(d, 2)}")
-    return f
-
-
-def _unit_feats(ex, unit, prefix: str) -> set[str]:
-    """The words of a sentence / line as features, computed once per message and unit."""
-    cache = ex.__dict__.setdefault("_unit_feats", {})
-    key = (unit.index, prefix)
-    if key not in cache:
-        cache[key] = frozenset(f"{prefix}S:{t}" for t in words(unit.text, 400)[:60])
-    return cache[key]
-
-
-@dataclass
-class Candidate:
-    value: str
-    spans: list[tuple[int, int, bool]]            # (clean start, clean end, in_subject)
-    feats: set[str] = field(default_factory=set)
-    norm: str = ""
-
-
-def _norm_version(s: str) -> str:
-    s = s.strip().lower()
-    if s.startswith("linux-"):
-        s = s[6:]
-    if len(s) > 1 and s[0] == "v" and s[1].isdigit():
-        s = s[1:]
-    return s
-
-
-VCAND = re.compile(r"(?<![\w.@/-])((?:linux-|v)?(\d{1,2})\.(\d{1,2})(?:\.\d{1,3}){0,2}(?:-?rc\d{1,2})?)"
-                   r"((?:[-.+~][\w+~]+)*)", re.I)
-# what follows a version but is not part of it: a file name ("5.1.2.dtb", "4.19.config")
-_NOT_VERSION_SUFFIX = re.compile(r"^\.(?:dtb|dts|c|h|S|o|ko|patch|diff|config|txt|log|tar|gz|xz|bz2|img|deb|rpm)\b", re.I)
-NEXT_CAND = re.compile(r"(?<![\w.-])(next-\d{8})(?![\w])")
-
-
-def version_candidates(ex) -> list[Candidate]:
-    found: dict[str, Candidate] = {}
-
-    def add(value: str, s: int, e: int, subj: bool, tag: str):
-        value = value.rstrip(".-~")
-        if not value:
-            return
-        key = _norm_version(value)
-        c = found.setdefault(key, Candidate(value, [], set(), key))
-        c.spans.append((s, e, subj))
-        c.feats.add(tag)
-
-    for subj, text in ((True, ex.subject or ""), (False, ex.clean)):
-        for m in VCAND.finditer(text):
-            major = int(m.group(2))
-            if not 2 <= major <= 9:
-                continue
-            base, suffix = m.group(1), m.group(4) or ""
-            tail = text[m.end():m.end() + 1]
-            if tail.isdigit():
-                continue
-            end = m.end(4) if suffix else m.end(1)
-            if text[end:end + 1] == "+" and not text[end + 1:end + 2].isalnum():
-                suffix, end = suffix + "+", end + 1  # "3.7.0-rc8+": a tree with local changes
-            if suffix and not _NOT_VERSION_SUFFIX.match(suffix):
-                # distro and vendor builds as written: 6.1.0-56-amd64, 5.14.0-427.el9, 2.6.28-rc2-git1
-                add(base + suffix, m.start(1), end, subj, "shape:suffixed")
-            else:
-                add(base, m.start(1), m.end(1), subj, "shape:base")
-        for m in NEXT_CAND.finditer(text):
-            add(m.group(1), m.start(1), m.end(1), subj, "shape:next")
-    return list(found.values())
-
-
-def _version_shape(v: str) -> set[str]:
-    s = _norm_version(v)
-    f = set()
-    if "-rc" in s:
-        f.add("vshape:rc")
-    if s.startswith("next-"):
-        f.add("vshape:next")
-    m = re.match(r"(\d+)\.(\d+)((?:\.\d+)*)(.*)$", s)
-    if m:
-        f.add(f"vshape:parts={1 + len(m.group(3).split('.')) if m.group(3) else 2}")
-        rest = m.group(4)
-        if rest and not rest.startswith("-rc"):
-            f.add("vshape:distro")
-            if re.search(r"el\d|fc\d|amzn|generic|amd64|arm64|x86_64|aws|azure|oracle", rest):
-                f.add("vshape:distro_known")
-        f.add(f"vshape:major={m.group(1)}")
-    return f
-
-
-def _vkey(v: str):
-    s = _norm_version(v)
-    if s.startswith("next-"):
-        return (99, int(s[5:]) if s[5:].isdigit() else 0)
-    nums = re.findall(r"\d+", s.split("-")[0])
-    base = tuple(int(x) for x in nums[:4])
-    rc = re.search(r"-rc(\d+)", s)
-    return base + ((-100 + int(rc.group(1))),) if rc else base + (0,)
-
-
-def add_rule_versions(ex, cands: list[Candidate], rule_claim: Claim) -> None:
-    """The rule's own good/bad as candidates when the generator did not see them."""
-    have = {c.norm for c in cands}
-    for name in ("good", "bad"):
-        v = getattr(rule_claim, name)
-        if v and _norm_version(v) not in have:
-            f = rule_claim.fact(name)
-            span = (-1, -1, True)
-            if f is not None and f.start >= 0:
-                idx = ex.clean.find(v)
-                span = (idx, idx + len(v), False) if idx >= 0 else span
-            cands.append(Candidate(v, [span], {"rule_only"}, _norm_version(v)))
-            have.add(_norm_version(v))
-
-
-def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad: str | None) -> None:
-    keys = sorted({_vkey(c.value) for c in cands if not _HEX.match(c.norm)})
-    first_body = min((s for c in cands for s, _, subj in c.spans if not subj), default=None)
-    vclaims: dict[str, list] = {}
-    for vcl in getattr(ex, "vclaims", None) or ():
-        vclaims.setdefault(_norm_version(vcl.text), []).append(vcl)
-    for c in cands:
-        for s, e, subj in c.spans[:6]:
-            c.feats |= _context(ex, s, e, subj)
-        if _HEX.match(c.norm):
-            c.feats.add("vshape:hex")
-        else:
-            c.feats |= _version_shape(c.value)
-        n = len(c.spans)
-        c.feats.add(f"count={min(n, 3)}")
-        k = _vkey(c.value)
-        if len(keys) > 1 and not _HEX.match(c.norm):
-            if k == keys[-1]:
-                c.feats.add("rank:max")
-            if k == keys[0]:
-                c.feats.add("rank:min")
-        c.feats.add(f"nversions={min(len(cands), 4)}")
-        for vcl in vclaims.get(c.norm, ()):
-            c.feats.add(f"vclaim:{vcl.role}:t{vcl.tier}")
-            c.feats.add(f"vclaim:{vcl.role}:d{min(vcl.depth, 1)}")
-        if rule_good and _norm_version(rule_good) == c.norm:
-            c.feats.add("rule_good")
-        if rule_bad and _norm_version(rule_bad) == c.norm:
-            c.feats.add("rule_bad")
-        if first_body is not None and any(not subj and s == first_body for s, _, subj in c.spans):
-            c.feats.add("first_in_body")
-    # a release and its builds ("5.16" / "5.16.18" / "5.16.18-1"): which one is the most specific
-    # form the text gives (the labels take a version as written)
-    plain = [c for c in cands if not _HEX.match(c.norm)]
-    for c in plain:
-        longer = any(o is not c and len(o.norm) > len(c.norm) and o.norm.startswith(c.norm)
-                     and o.norm[len(c.norm)] in "-.+~_" for o in plain)
-        shorter = any(o is not c and len(c.norm) > len(o.norm) and c.norm.startswith(o.norm)
-                      and c.norm[len(o.norm)] in "-.+~_" for o in plain)
-        c.feats.add(f"vrel:longer={longer}")
-        c.feats.add(f"vrel:shorter={shorter}")
-        if longer and not shorter:
-            c.feats.add("vrel:base_only")
-
-
-def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
-    out = []
-    for g in groups:
-        written = ex.culprit_written(g)
-        c = Candidate(written, [], set(), g.hex)
-        for m in g.mentions[:6]:
-            c.spans.append((m.cstart, m.cend, m.in_subject))
-            c.feats |= _context(ex, m.cstart, m.cend, m.in_subject)
-        c.feats.add(f"role={g.role}")
-        c.feats.add(f"rscore={max(-3, min(8, int(g.score)))}")
-        c.feats |= {f"cue:{q}" for q in getattr(g, "cues", ())}
-        c.feats.add(f"count={min(len(g.mentions), 3)}")
-        c.feats.add(f"hexlen={min(len(g.hex), 13) // 4}")
-        c.feats.add(f"ncommits={min(len(groups), 4)}")
-        if g.subject:
-            c.feats.add("has_title")
-        if rule_culprit is not None and g is rule_culprit:
-            c.feats.add("rule_culprit")
-        out.append(c)
-    # order in the author's text: a later verdict ("... is the real bad commit") often revises
-    # an earlier one
-    last = {c.norm: max((s for s, _, subj in c.spans if not subj), default=-1) for c in out}
-    if len([v for v in last.values() if v >= 0]) > 1:
-        latest = max(last, key=lambda k: last[k])
-        earliest = min((k for k in last if last[k] >= 0), key=lambda k: last[k])
-        for c in out:
-            if c.norm == latest:
-                c.feats.add("pos:latest")
-            if c.norm == earliest:
-                c.feats.add("pos:earliest")
-    return out
-
-
-def commit_range_candidates(ctx, commits: list[Candidate]) -> list[Candidate]:
-    """Commit ids as candidates for the ends of a range ("good: <sha>", a robot report's parent
-    and commit, bisect start lines), made from the culprit ranker's ``commits`` (same ids and
-    mentions, features of their own); the rule's culprit is marked, since a robot report names
-    the culprit itself as the bad end."""
-    out = []
-    for cc in commits:
-        c = Candidate(cc.value, cc.spans, set(), cc.norm)
-        g = next((g for g in ctx.groups if g.hex == cc.norm), None)
-        if g is not None and g is ctx.rule_culprit:
-            c.feats.add("is_rule_culprit")
-        if g is not None:
-            c.feats.add(f"role={g.role}")
-        out.append(c)
-    return out
-
-
-# CPU strings as written: brand models, bare models, microarchitecture code names, cores, SoCs
-CPU_CANDIDATES = [re.compile(p) for p in [
-    r"model name\s*:\s*([^\n]{4,80})",
-    r"((?:Genuine)?Intel\(R\)[^\n,;]{0,60}?(?:CPU|Processor)?\s*@\s*\d+(?:\.\d+)?\s*GHz)",
-    r"\b((?:Intel|AMD)(?:\(R\))?\s+(?:Core|Xeon|Pentium|Celeron|Atom|EPYC|Ryzen|Opteron|Athlon|Phenom|"
-    r"Threadripper|Turion|Sempron)(?:\(\w+\))?(?:\s+[\w+-]+){0,4})",
-    r"\b((?:Xeon|Pentium|Celeron|Atom|EPYC|Ryzen|Opteron|Athlon|Phenom|Threadripper|Core\s+2)(?:\s+[\w+-]*\d[\w+-]*){1,3})",
-    r"\b(i[3579]-\d{3,5}[A-Z]{0,3}\d?)\b",
-    r"\b((?:Sandy|Ivy)\s+Bridge(?:-\w+)?|Haswell(?:-\w+)?|Broadwell(?:-\w+)?|Skylake(?:-\w+)?|Kaby\s+Lake|"
-    r"Coffee\s+Lake|Comet\s+Lake|Cascade\s*Lake(?:-\w+)?|Cooper\s+Lake|Ice\s*Lake(?:-\w+)?|Tiger\s+Lake|"
-    r"Alder\s+Lake|Raptor\s+Lake|Meteor\s+Lake|Lunar\s+Lake|Arrow\s+Lake|Sapphire\s+Rapids|Emerald\s+Rapids|"
-    r"Granite\s+Rapids|Sierra\s+Forest|Nehalem(?:-\w+)?|Westmere(?:-\w+)?|Clearwater\s+Forest|"
-    r"Zen\s?[1-5]\+?|Naples|Rome|Milan(?:-X)?|Genoa(?:-X)?|Bergamo|Turin|Siena)\b",
-    r"\b((?:IVB|HSW|BDW|SKL|CLX|ICX|SPR|EMR|GNR|SRF)-(?:EP|EX|SP|D|H|AP)\w*)\b",
-    r"\b(Cortex-[AMRX]\d{1,3}\w*|Neoverse[- ][NVE]\d\w*|Graviton\s?\d?|Ampere\s+(?:Altra(?:\s+Max)?|One)|"
-    r"ThunderX\d?|Kunpeng\s?\d+|Apple\s+M[1-4](?:\s+(?:Pro|Max|Ultra))?|Snapdragon\s+\w+|"
-    r"POWER\s?(?:[4-9]|10|11)\w*|PPC ?970\w*|[Pp]ower[Pp][Cc]\s+\w*\d\w*|(?:MPC|PPC)\d{3,4}\w*|"
-    r"e(?:300|500|5500|6500)(?:mc|v2)?|G[345]\b)",
-    r"\b((?:BCM|RK|MT|SM|SDM|MSM|APQ|Exynos\s?|Tegra\s?|i\.MX\s?|AM|OMAP\s?|JH|SG|A|H)\d{1,4}[\w+-]*)",
-    r"\b(Pentium\s+(?:\d{2,3}|[IVX]+|Pro|M|D|4)(?:\s+\d+\s?MHz)?|386|486(?:DX\d?|SX)?|K6(?:-\w+)?)\b",
-]]
-
-
-def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
-    found: dict[str, Candidate] = {}
-    for subj, text in ((True, ex.subject or ""), (False, ex.clean[:20000])):
-        low = P.fold(text)
-        for i, rx in enumerate(CPU_CANDIDATES):
-            if not P.may_match(rx, text, low):
-                continue
-            for m in rx.finditer(text):
-                v = " ".join(m.group(1).split()).strip(" ,.;:()")
-                if len(v) < 2 or len(v) > 90:
-                    continue
-                c = found.setdefault(v.lower(), Candidate(v, [], set(), v.lower()))
-                c.spans.append((m.start(1), m.end(1), subj))
-                c.feats.add(f"cpat:{i}")
-    if rule_cpu and rule_cpu.lower() not in found:
-        idx = ex.clean.find(rule_cpu)
-        found[rule_cpu.lower()] = Candidate(rule_cpu, [(idx, idx + len(rule_cpu), idx < 0)], {"rule_only"},
-                                            rule_cpu.lower())
-    out = list(found.values())
-    for c in out:
-        for s, e, subj in c.spans[:4]:
-            if s >= 0:
-                c.feats |= _context(ex, s, e, subj)
-        c.feats.add(f"count={min(len(c.spans), 3)}")
-        c.feats.add(f"ncpus={min(len(out), 4)}")
-        c.feats.add(f"cpulen={min(len(c.value.split()), 6)}")
-        if rule_cpu and c.norm == rule_cpu.lower():
-            c.feats.add("rule_cpu")
-        if ex.is_robot:
-            c.feats.add("robot")
-    return out
-
-
-def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None) -> set[str]:
-    f = {f"g:{field}", f"g:{field}:kind={msg_kind}"}
-    if ex.is_robot:
-        f.add(f"g:{field}:robot")
-    f |= {f"g:{field}:v:{t}" for t in words(str(value), 200)[:8]}
-    if field == "subsystem":
-        # where the area was read from (a culprit's title prefix, a path, a keyword count ...)
-        # and how deep it goes ("mm" vs "drivers/gpu/drm/i915")
-        src = getattr(ex, "subsystem_source", None)
-        f.add(f"g:subsystem:src={src}")
-        f.add(f"g:subsystem:src={src}:kind={msg_kind}")
-        f.add(f"g:subsystem:parts={min(str(value).count('/') + 1, 3)}")
-        # the area as the text writes it ("fs/xfs" in a path, "xfs:" in a title) or rewritten
-        # from another name ("md/raid5:" -> drivers/md, "sched/fair:" -> sched)
-        text = (fact.sentence if fact is not None and fact.sentence else ex.subject) or ""
-        low, v = text.lower(), str(value).lower()
-        f.add(f"g:subsystem:literal={v in low}")
-        head = _TITLE_PREFIX.match(low)
-        if head is not None:
-            f.add(f"g:subsystem:title_prefix_parts={min(head.group(1).count('/') + 1, 3)}")
-            f.add(f"g:subsystem:title_prefix_is_value={_prefix_is_value(low, v)}")
-    if fact is None or fact.start < 0:
-        f.add(f"g:{field}:from_subject")
-        f |= {f"g:{field}:S:{t}" for t in words(ex.subject or "", 300)}
-    else:
-        f.add(f"g:{field}:depth={min(fact.quote_depth, 2)}")
-        f |= {f"g:{field}:S:{t}" for t in words(fact.sentence or "", 400)[:60]}
-    return f
-
-
 # ------------------------------------------------------------------------------ decisions
 
 @dataclass
@@ -494,7 +102,6 @@ class RuleContext:
 def decide(ctx: RuleContext, model: Model) -> Claim:
     """The claim with the trained models' decisions applied to the rule candidates."""
     c = ctx.rule_claim
-    ex = ctx.ex
     msg = message_features(ctx)
     reg_m, kind_m = model.get("is_regression"), model.get("kind")
     if reg_m is None:
@@ -513,18 +120,35 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
         out.facts = [f for f in facts if f.field not in ("metric", "change_percent")]
         return out
-    # kind
-    # the rules' kind when they name one (measured: as good as the learned one, which decides
-    # only where the rules have no opinion)
-    if c.kind in ("performance", "functional"):
-        out.kind = c.kind
-    else:
-        pk = kind_m.prob(msg) if kind_m is not None else 0.0
-        out.kind = "performance" if pk >= (kind_m.threshold if kind_m else 0.5) else "functional"
+    out.kind = _decide_kind(c, kind_m, msg)
     if "kind" in old:
         facts.append(Fact("kind", out.kind, old["kind"].sentence, old["kind"].start, old["kind"].end,
                           old["kind"].quote_depth))
-    # culprit
+    cands = _decide_culprit(ctx, model, out, facts)
+    _decide_range(ctx, model, out, facts, cands)
+    cpu_m = model.get("cpu")
+    _decide_cpu(ctx, cpu_m, out, facts)
+    _decide_gated(ctx, model, out, facts, old, cpu_m)
+    _decide_arch(ctx, model, out, facts, old)
+    out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
+    out.facts = facts
+    return out
+
+
+def _decide_kind(c: Claim, kind_m, msg) -> str:
+    """The kind: the rules' kind when they name one (measured: as good as the learned one,
+    which decides only where the rules have no opinion), else the kind model's."""
+    if c.kind in ("performance", "functional"):
+        return c.kind
+    pk = kind_m.prob(msg) if kind_m is not None else 0.0
+    return "performance" if pk >= (kind_m.threshold if kind_m else 0.5) else "functional"
+
+
+def _decide_culprit(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact]) -> list:
+    """The culprit: the culprit ranker's best commit candidate (with its fact).  Returns the
+    commit candidates."""
+    c = ctx.rule_claim
+    ex = ctx.ex
     cm = model.get("culprit")
     cands = commit_candidates(ex, ctx.groups, ctx.rule_culprit)
     best = _best(cm, cands)
@@ -534,7 +158,13 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         out.culprit_subject = g.subject if g is not None and g.subject else (
             c.culprit_subject if c.culprit_commit and c.culprit_commit.lower().startswith(best.norm[:7]) else None)
         facts.append(_fact_for(ex, "culprit", best.value, best))
-    # good / bad
+    return cands
+
+
+def _decide_range(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], cands: list) -> None:
+    """The good / bad: the range rankers' choice among version (and commit id) candidates."""
+    c = ctx.rule_claim
+    ex = ctx.ex
     vc = version_candidates(ex)
     # the ends of a range may also be commit ids ("good: <sha>", bisect start lines)
     vc += commit_range_candidates(ctx, cands)
@@ -545,22 +175,30 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
         if best is not None:
             setattr(out, name, best.value)
             facts.append(_fact_for(ex, name, best.value, best))
-    # cpu: a ranker over CPU strings
-    cpu_m = model.get("cpu")
+
+
+def _decide_cpu(ctx: RuleContext, cpu_m, out: Claim, facts: list[Fact]) -> None:
+    """The cpu: a ranker over CPU strings (when the model has one)."""
     if cpu_m is not None:
-        best = _best(cpu_m, cpu_candidates(ex, c.hardware.get("cpu")))
+        ex = ctx.ex
+        best = _best(cpu_m, cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu")))
         out.hardware["cpu"] = best.value if best is not None else None
-        facts = [f for f in facts if f.field != "cpu"]
+        facts[:] = [f for f in facts if f.field != "cpu"]
         if best is not None:
             facts.append(_fact_for(ex, "cpu", best.value, best))
-    # gated fields
+
+
+def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict, cpu_m) -> None:
+    """The gated fields: the rules' value, kept where its gate model accepts it."""
+    c = ctx.rule_claim
+    ex = ctx.ex
     for name in GATED_FIELDS:
         if name == "arch" or (name == "cpu" and cpu_m is not None):
             continue
         value = normalise_value(name, c.field_value(name))
         if value is None:
             _set_field(out, name, None)
-            facts = [f for f in facts if f.field != name]
+            facts[:] = [f for f in facts if f.field != name]
             continue
         g = model.get("gate_" + name)
         fact = old.get(name)
@@ -571,10 +209,16 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
             keep = True
         if not keep:
             _set_field(out, name, None)
-            facts = [f for f in facts if f.field != name]
+            facts[:] = [f for f in facts if f.field != name]
         else:
             _set_field(out, name, value)
-    # arch: the rule's word, else the board / SoC / machine named
+
+
+def _decide_arch(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict) -> None:
+    """The arch: the rule's word, else the board / SoC / machine named; kept where its gate
+    model accepts it."""
+    c = ctx.rule_claim
+    ex = ctx.ex
     arch = normalise_value("arch", c.hardware.get("arch"))
     if arch is None:
         # (the rule stage scanned for these words already: mt.search reuses its scans)
@@ -586,11 +230,8 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     g = model.get("gate_arch")
     if arch is not None and g is not None and g.prob(gate_features(ex, "arch", arch, old.get("arch"), out.kind)) < g.threshold:
         arch = None
-        facts = [f for f in facts if f.field != "arch"]
+        facts[:] = [f for f in facts if f.field != "arch"]
     out.hardware["arch"] = arch
-    out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
-    out.facts = facts
-    return out
 
 
 _MEM_SIZE = re.compile(r"^(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]))\s*(?:of\s+)?(?:RAM|memory|mem|DRAM|DDR\w*)\b",
@@ -610,23 +251,13 @@ def _from_culprit_title(ex, rule: Claim, out: Claim) -> bool:
     title = rule.culprit_subject
     if not title and ex.subsystem_source == "title_near_commit":  # 'commit <sha>\n    mm: foo' (a git log block)
         title = title_near_commit(ex.clean, rule.culprit_commit)
-    return _prefix_is_value(title or "", str(rule.subsystem or ""))
+    return prefix_is_value(title or "", str(rule.subsystem or ""))
 
 
 def _from_own_subject(ex, rule: Claim) -> bool:
     """The rule's subsystem is the area prefix of the report's own subject, as written."""
     return (getattr(ex, "subsystem_source", None) == "subject_title"
-            and _prefix_is_value(ex.subject or "", str(rule.subsystem or "")))
-
-
-def _prefix_is_value(title: str, value: str) -> bool:
-    head = _TITLE_PREFIX.match(title.lower())
-    v = value.lower()
-    return head is not None and (head.group(1) == v or v.endswith("/" + head.group(1)))
-
-
-# the area prefix of a title: "mm/slub: ...", "[REGRESSION] ext4: ...", "Re: [PATCH] drm/i915: ..."
-_TITLE_PREFIX = re.compile(r"^(?:subject:\s*)?(?:(?:re|fwd?|aw)\s*:\s*)*(?:\[[^\]]*\]\s*)*([\w.-]+(?:/[\w.-]+)*)\s*:")
+            and prefix_is_value(ex.subject or "", str(rule.subsystem or "")))
 
 
 def normalise_value(name: str, value):
@@ -678,10 +309,10 @@ def choose_range(gm: Linear | None, bm: Linear | None, cands: list[Candidate]):
 
 
 def _ordered(good: Candidate, bad: Candidate) -> bool:
-    if _HEX.match(good.norm) or _HEX.match(bad.norm):
+    if HEX_FULL.match(good.norm) or HEX_FULL.match(bad.norm):
         return True
     try:
-        return _vkey(good.value) <= _vkey(bad.value)  # equal: two builds of one release (-amd64, -rt-amd64)
+        return version_order(good.value) <= version_order(bad.value)  # equal: two builds of one release (-amd64, -rt-amd64)
     except ValueError:
         return True
 
@@ -743,9 +374,9 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     add_rule_versions(ex, vc, c)
     version_features(ex, vc, c.good, c.bad)
     for name in ("good", "bad"):
-        gold = _norm_version(label.get(name) or "")
+        gold = norm_version(label.get(name) or "")
         for cand in vc:
-            hit = bool(gold) and (cand.norm == gold or (_HEX.match(gold) is not None and len(cand.norm) >= 7 and (
+            hit = bool(gold) and (cand.norm == gold or (HEX_FULL.match(gold) is not None and len(cand.norm) >= 7 and (
                 cand.norm.startswith(gold) or gold.startswith(cand.norm))))
             out[name].append((cand.feats, int(hit)))
     gold_cpu = label.get("cpu")

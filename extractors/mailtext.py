@@ -16,7 +16,8 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from .patterns import WORD_GUARDS, find_all, fold, match_at, search
+from .patterns import WORD_GUARDS
+from .scan import find_all, fold, match_at, search
 
 QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
 FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
@@ -75,7 +76,7 @@ class MailText:
     # -- scans of the clean text (each pattern runs at most once per message) ----------------
     @property
     def low(self) -> str:
-        """``patterns.fold`` of the clean text (for the substring guards)."""
+        """``scan.fold`` of the clean text (for the substring guards)."""
         if self._low is None:
             self._low = fold(self.clean)
         return self._low

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import patterns as P
+from . import scan
 
 I = re.I
 NUM = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -247,5 +248,5 @@ def lkp_rows(units, clean: str, metric: str | None) -> list[Table]:
     return out
 
 
-# cue patterns with a \b(?=\w) check in front (patterns.word_led: same matches, faster scans)
-RUNS = P.word_led(RUNS)
+# cue patterns with a \b(?=\w) check in front (scan.word_led: same matches, faster scans)
+RUNS = scan.word_led(RUNS)

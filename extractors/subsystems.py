@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from . import patterns as P
+from . import scan
 from .patterns import FILESYSTEMS
 
 ARCHES = {"x86": "x86", "arm64": "arm64", "arm": "arm", "powerpc": "powerpc", "ppc": "powerpc",
@@ -334,13 +334,13 @@ def subsystem_with_source(subject: str, culprit_subject: str | None, clean: str,
         if s:
             return s, "subject_driver"
     head = clean[:8000]
-    head_low = P.fold(head)
+    head_low = scan.fold(head)
     counts: dict = {}
 
     def count(rx: re.Pattern) -> int:  # len(rx.findall(head)), found once
         n = counts.get(rx)
         if n is None:
-            n = counts[rx] = len(rx.findall(head)) if P.may_match(rx, head, head_low) else 0
+            n = counts[rx] = len(rx.findall(head)) if scan.may_match(rx, head, head_low) else 0
         return n
     for rx, name in KEYWORDS:
         if rx.search(subject):

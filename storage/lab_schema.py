@@ -1,4 +1,5 @@
-"""Tables of the lab scheduler (bot.lab.scheduler), on the shared ``storage.schema.metadata``.
+"""Tables of the lab scheduler (bot.lab.scheduler; their SQL in storage/lab_jobs.py and
+storage/bisections.py), on the shared ``storage.schema.metadata``.
 
 Created by migrations 0005 (jobs) and 0009 (bisections); keep them in step.
 

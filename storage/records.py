@@ -7,15 +7,15 @@ returning typed records.
   older callers take them as they took rows.
 * :class:`RecordTx`: the statements of one tracker transaction (``bot.tracker.records`` keeps
   the logic: claims, ``#regzbot`` commands, de-duplication, fixes); :func:`transaction` opens one.
-* Reading: :func:`find_record`, :func:`get_records`, :func:`record_rows`, :func:`fetch_page`,
-  :func:`history_since`, :func:`history_message_id`.
+* Reading: :func:`find_record`, :func:`get_records`, :func:`record_rows`, :func:`search` (the
+  list search, whose SQL is :mod:`storage.search`'s), :func:`history_after`,
+  :func:`history_message_id`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Iterable, Iterator
 
@@ -24,133 +24,11 @@ from sqlalchemy import String, and_, cast, func, insert, or_, select, update
 import storage.tracker_schema as ts
 from storage import schema
 from storage.locks import TRACKER, xact_lock
-from storage.store import Store, aware
-
-
-class _Fields(Mapping):
-    """Read-only mapping view of a dataclass's fields (``None`` detail lists left out)."""
-
-    _details: tuple[str, ...] = ()
-
-    def __getitem__(self, key: str) -> Any:
-        if key in self._names():
-            value = getattr(self, key)
-            if value is None and key in self._details:
-                raise KeyError(key)
-            return value
-        raise KeyError(key)
-
-    @classmethod
-    def _names(cls) -> tuple[str, ...]:
-        names = cls.__dict__.get("_field_names")
-        if names is None:
-            names = tuple(f.name for f in fields(cls))
-            cls._field_names = names
-        return names
-
-    def __iter__(self) -> Iterator[str]:
-        return (k for k in self._names() if not (k in self._details and getattr(self, k) is None))
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: self[k] for k in self}
-
-
-@dataclass(eq=False)
-class RelatedMessage(_Fields):
-    message_id: str  # the Message-ID, or the URL of a report outside lore
-    relation: str  # report | reply | link | monitor | duplicate
-    url: str | None
-    title: str | None
-    activity: bool
-    added_by: str | None
-    subject: str | None  # of the stored message, when it is stored
-    from_addr: str | None
-    date: datetime | None
-
-
-@dataclass(eq=False)
-class HistoryEntry(_Fields):
-    id: int
-    regression_id: int
-    at: datetime
-    field: str
-    old: str | None  # JSON text for structured values
-    new: str | None
-    actor: str | None
-    message_id: str | None
-    source: str  # extractor | regzbot | kernel-tree | user | lab
-    note: str | None
-
-
-@dataclass(eq=False)
-class MessageHead(_Fields):
-    """The headers of a stored message the tracker reads."""
-
-    message_id: str
-    subject: str | None
-    from_addr: str | None
-    date: datetime | None
-    in_reply_to: str | None
-    id: int | None = None
-    root_id: str | None = None
-
-
-@dataclass(eq=False)
-class Record(_Fields):
-    """One regression record (a row of ``regressions``); ``messages``, ``history`` and
-    ``duplicates`` are filled by :func:`get_records` (``None`` when not loaded)."""
-
-    id: int
-    title: str
-    title_source: str
-    status: str
-    kind: str | None
-    culprit_commit: str | None
-    culprit_subject: str | None
-    good: str | None
-    bad: str | None
-    version_key: str | None
-    subsystem: str | None
-    metric: str | None
-    search_text: str | None
-    change_percent: float | None
-    hardware: dict
-    config: dict
-    numbers: list
-    evidence: dict
-    confidence: float | None
-    overrides: dict
-    report_message_id: str | None
-    report_url: str | None
-    thread_key: str | None
-    duplicate_of: int | None
-    fix_commit: str | None
-    fix_subject: str | None
-    fix_tree: str | None
-    ignore_activity: bool
-    created_at: datetime
-    updated_at: datetime
-    messages: list[RelatedMessage] | None = None
-    history: list[HistoryEntry] | None = None
-    duplicates: list[int] | None = None
-
-    _details = ("messages", "history", "duplicates")
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Record:
-        vals = {k: row[k] for k in _RECORD_COLUMNS}
-        vals["created_at"], vals["updated_at"] = aware(vals["created_at"]), aware(vals["updated_at"])
-        for k, empty in (("hardware", dict), ("config", dict), ("numbers", list), ("evidence", dict),
-                         ("overrides", dict)):
-            if vals[k] is None:
-                vals[k] = empty()
-        return cls(**vals)
-
-
-_RECORD_COLUMNS = tuple(c.name for c in ts.regressions.columns)
+from storage.rows import HistoryEntry, MessageHead, Record, RelatedMessage  # noqa: F401  (re-exported)
+from storage.rows import aware
+from storage.search import duplicate_ids
+from storage.search import like_escape as _like_escape
+from storage.store import Store
 
 
 def _history(row: Mapping[str, Any]) -> HistoryEntry:
@@ -386,10 +264,6 @@ def transaction(store: Store) -> Iterator[RecordTx]:
         yield RecordTx(conn)
 
 
-def _like_escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _like_prefix(value: str) -> str:
     return _like_escape(value) + "%"
 
@@ -412,10 +286,6 @@ def duplicates_column(dialect: str):
     agg = (func.string_agg(cast(d.c.id, String), ",") if dialect == "postgresql"
            else func.group_concat(d.c.id, ","))
     return select(agg).where(d.c.duplicate_of == r.c.id).scalar_subquery().label("_duplicates")
-
-
-def _duplicate_ids(value) -> list[int]:
-    return sorted(int(x) for x in str(value).split(",") if x) if value else []
 
 
 def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[Record] | None = None) -> dict[int, Record]:
@@ -442,7 +312,7 @@ def get_records(store: Store, ids: Iterable[int], *, rows: Iterable[Record] | No
             found_rows = []
             for x in conn.execute(select(r, duplicates_column(conn.dialect.name)).where(r.c.id.in_(ids))).mappings():
                 found_rows.append(Record.from_row(x))
-                dups[x["id"]] = _duplicate_ids(x["_duplicates"])
+                dups[x["id"]] = duplicate_ids(x["_duplicates"])
         for rec in found_rows:
             rec.messages, rec.history, rec.duplicates = [], [], []
             out[rec.id] = rec
@@ -482,34 +352,6 @@ def record_rows(store: Store, ids: Iterable[int]) -> list[Record]:
     return [rows[i] for i in ids if i in rows]
 
 
-def fetch_page(store: Store, ids_q, *, limit: int, offset: int = 0) -> tuple[list[Record], int]:
-    """(one page of the records ``ids_q`` selects, most recently updated first; how many it
-    selects) in one statement: the page's ids are chosen from the index alone (a deferred join:
-    only the page's rows are read whole), and the total rides along as an uncorrelated scalar
-    subquery.  Only a page that comes back empty past the first row costs a second statement,
-    for the total."""
-    r = ts.regressions
-    order = (r.c.updated_at.desc(), r.c.id.desc())
-    count_q = select(func.count()).select_from(ids_q.subquery())
-    page_ids = ids_q.order_by(*order).limit(max(0, int(limit))).offset(offset)
-    q = (select(r, count_q.scalar_subquery().label("_total"), duplicates_column(store.engine.dialect.name))
-         .where(r.c.id.in_(page_ids)).order_by(*order))
-    with store.engine.connect() as conn:
-        rows = list(conn.execute(q).mappings()) if limit > 0 else []
-        if rows:
-            total = rows[0]["_total"]
-        elif offset > 0 or limit <= 0:
-            total = conn.execute(count_q).scalar_one()
-        else:
-            total = 0
-    out = []
-    for x in rows:
-        rec = Record.from_row(x)
-        rec.duplicates = _duplicate_ids(x["_duplicates"])
-        out.append(rec)
-    return out, total
-
-
 def history_after(store: Store, after: int, limit: int) -> list[HistoryEntry]:
     """History rows with id > ``after``, oldest first, at most ``limit``."""
     h = ts.regression_history
@@ -526,83 +368,35 @@ def history_message_id(store: Store, history_id: int) -> str | None:
 
 
 # -- searching -----------------------------------------------------------------------------------
-def _prefix_range(col, prefix: str, upper: str):
-    """``col`` starts with ``prefix``: an index-friendly range [prefix, prefix+upper) AND a LIKE
-    that keeps the result exact whatever the collation."""
-    return and_(col >= prefix, col < prefix + upper, col.like(_like_escape(prefix) + "%", escape="\\"))
-
-
-def select_records(f, *, since_key: str | None = None, columns=None, dialect: str | None = None):
-    """A select over ``regressions`` for a filter (``bot.tracker.query.Filter``: statuses,
-    subsystems, components, kinds, culprits, since, until, updated_since, text, ids), with
-    ``since_key`` the version key of its ``since:vX`` (bound parameters only).  ``dialect``
-    "sqlite" picks index-friendly binary range comparisons for path prefixes (SQLite's LIKE is
-    case-insensitive and cannot use the index)."""
-    r = ts.regressions
-    conds = []
-    if f.statuses is not None:
-        conds.append(r.c.status.in_(list(f.statuses)))
-    subs = []
-    for s in f.subsystems:
-        subs.append(r.c.subsystem == s)
-        if dialect == "sqlite":  # binary collation: "mm/" <= x < "mm0" is exactly "starts with mm/"
-            subs.append(and_(r.c.subsystem >= s + "/", r.c.subsystem < s + "0"))
-        else:
-            subs.append(r.c.subsystem.like(_like_escape(s) + "/%", escape="\\"))
-    for c in f.components:
-        e = _like_escape(c)
-        subs += [r.c.subsystem == c, r.c.subsystem.like(e + "/%", escape="\\"),
-                 r.c.subsystem.like("%/" + e, escape="\\"), r.c.subsystem.like("%/" + e + "/%", escape="\\")]
-    if subs:
-        conds.append(or_(*subs))
-    if f.kinds:
-        conds.append(r.c.kind.in_(f.kinds))
-    if f.culprits:
-        ors = []
-        for c in f.culprits:
-            # the stored id starts with the query, or (query longer) the query starts with the stored id
-            ors.append(_prefix_range(r.c.culprit_commit, c, "g"))  # ids are lower-case hex: "g" sorts after
-            if len(c) > 7:  # stored ids of >= 7 digits that are a prefix of the query
-                ors.append(r.c.culprit_commit.in_([c[:k] for k in range(7, len(c))]))
-        conds.append(or_(*ors))
-    if f.since is not None:
-        conds.append(r.c.created_at >= f.since)
-    if f.until is not None:
-        conds.append(r.c.created_at < f.until)
-    if f.updated_since is not None:
-        conds.append(r.c.updated_at >= f.updated_since)
-    if since_key is not None:
-        conds.append(r.c.version_key >= since_key)
-    for t in f.text:
-        conds.append(r.c.search_text.like("%" + _like_escape(t.lower()) + "%", escape="\\"))
-    if f.ids:
-        conds.append(r.c.id.in_(f.ids))
-    q = select(*(columns if columns is not None else [r]))
-    if conds:
-        q = q.where(and_(*conds))
-    return q
-
-
 def search(store: Store, filters: list[tuple[Any, str | None]], *, limit: int = 50,
            offset: int = 0) -> tuple[list[Record], int]:
     """(one page of the records every filter selects, most recently updated first; how many
-    there are).  ``filters``: (filter, since_key) pairs, see :func:`select_records`."""
-    r = ts.regressions
-    dialect = store.engine.dialect.name
-    (first, first_key), rest = filters[0], filters[1:]
-    ids_q = select_records(first, since_key=first_key, columns=[r.c.id], dialect=dialect)
-    for f, key in rest:
-        inner = select_records(f, since_key=key, columns=[r.c.id], dialect=dialect).correlate(None)
-        ids_q = ids_q.where(r.c.id.in_(inner))
-    return fetch_page(store, ids_q, limit=limit, offset=offset)
+    there are) in one statement.  ``filters``: (filter, since_key) pairs; the SQL is
+    :mod:`storage.search`'s, run on this store's connection."""
+    from storage import search as sql
+
+    with store.engine.connect() as conn:
+        def execute(statement: str, params: list) -> tuple[list[str], list]:
+            result = conn.exec_driver_sql(statement, tuple(params))
+            return list(result.keys()), result.fetchall()
+
+        return sql.run(execute, filters, store.engine.dialect.name, limit=limit, offset=offset)
 
 
 def subsystems(store: Store, limit: int = 500) -> list[str]:
-    """The distinct subsystems of the records, sorted."""
+    """The distinct subsystems of the records, sorted (binary order: by code point)."""
     r = ts.regressions
     with store.engine.connect() as conn:
-        return list(conn.execute(select(r.c.subsystem).where(r.c.subsystem.is_not(None)).distinct()
-                                 .order_by(r.c.subsystem).limit(limit)).scalars())
+        if conn.dialect.name != "postgresql":  # SQLite reads them off its list index
+            return list(conn.execute(select(r.c.subsystem).where(r.c.subsystem.is_not(None)).distinct()
+                                     .order_by(r.c.subsystem).limit(limit)).scalars())
+        # PostgreSQL would read all 100k index entries (or hash the table) for a few dozen
+        # values: step from one to the next on the list index instead (subsystem COLLATE "C",
+        # migration 0010), one probe per value
+        return list(conn.exec_driver_sql(
+            'WITH RECURSIVE s(v) AS (SELECT min(subsystem COLLATE "C") FROM regressions '
+            'UNION ALL SELECT (SELECT min(subsystem COLLATE "C") FROM regressions WHERE subsystem COLLATE "C" > s.v) '
+            'FROM s WHERE s.v IS NOT NULL) SELECT v FROM s WHERE v IS NOT NULL LIMIT %s', (int(limit),)).scalars())
 
 
 FEED_COLUMNS = ("id", "title", "status", "kind", "subsystem", "culprit_commit", "culprit_subject",

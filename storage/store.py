@@ -14,6 +14,7 @@ from sqlalchemy.engine import Engine
 
 from storage import schema
 from storage.migrations import HEAD as MIGRATIONS_HEAD
+from storage.rows import aware
 from storage.threads import ThreadBatch
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -60,17 +61,12 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def aware(dt: datetime | None) -> datetime | None:
-    """A datetime read back from the database, timezone-aware (SQLite hands back naive UTC)."""
-    if dt is not None and dt.tzinfo is None:
-        return dt.replace(tzinfo=timezone.utc)
-    return dt
-
-
 _aware = aware
 
 # errors of a database whose schema lacks a table (an older database, before a migration)
 MISSING_TABLE_ERRORS = (sa_exc.OperationalError, sa_exc.ProgrammingError)
+# errors of a database that went away for a moment (restart, lost connection, locked): try again later
+UNAVAILABLE_ERRORS = (sa_exc.OperationalError,)
 
 
 def write_refused(exc: BaseException) -> bool:

@@ -56,10 +56,13 @@ regressions = Table(
     Column("created_at", TZ, nullable=False),  # Date of the report
     Column("updated_at", TZ, nullable=False),  # last change or counted activity
 )
-Index("ix_regressions_status_updated", regressions.c.status, regressions.c.updated_at)
-# list pages: filter by subsystem and status, order by updated_at, from the index alone
-Index("ix_regressions_subsystem_status_updated", regressions.c.subsystem, regressions.c.status, regressions.c.updated_at)
-Index("ix_regressions_kind", regressions.c.kind)
+# list pages (migration 0010): filter by subsystem or status, and by kind, report date and
+# version, order by updated_at, from the index alone (only the page's rows are read); on
+# PostgreSQL the migration indexes subsystem COLLATE "C" (a path prefix is then a range)
+Index("ix_regressions_list_subsystem", regressions.c.subsystem, regressions.c.status, regressions.c.kind,
+      regressions.c.updated_at, regressions.c.created_at, regressions.c.version_key)
+Index("ix_regressions_list_status", regressions.c.status, regressions.c.updated_at, regressions.c.kind,
+      regressions.c.created_at, regressions.c.version_key, regressions.c.subsystem)
 Index("ix_regressions_culprit", regressions.c.culprit_commit)
 Index("ix_regressions_created", regressions.c.created_at)
 Index("ix_regressions_updated", regressions.c.updated_at)

@@ -26,7 +26,7 @@ import pytest
 import bot.config
 from bot.config import Config
 from bot.lab import plan as lab_plan
-from bot.lab import scheduler as lab_scheduler
+from bot.lab import settings as lab_settings
 from bot.lab.backends import Timeouts
 from bot.lab.backends.lava import LavaBackend, LavaConfig
 from bot.lab.backends.lkp import LKP_KEYS, LkpBackend
@@ -194,7 +194,7 @@ def run_loaders(cfg: Config) -> dict:
     if cfg.section("mail"):
         out["mail"] = MailSettings.from_config(cfg)
     if lab_section(cfg):
-        out["sched"] = lab_scheduler.sched_settings(cfg)
+        out["sched"] = lab_settings.sched_settings(cfg)
         out["lab"] = lab_plan.lab_settings(cfg)
         out["builds"] = lab_plan.BuildMap.from_config(cfg)
         out["limits"] = Limits.from_config(cfg.data)
@@ -255,7 +255,8 @@ def read_keys(monkeypatch, cli) -> set[tuple[str, str]]:
                                                                 "placeholder_from"} <= seen("mail")  # derived
     assert {f.name for f in dataclasses.fields(notify_settings.ChatSettings)} <= seen("chat")
     assert {f.name for f in dataclasses.fields(notify_settings.NotifySettings)} \
-        - {"irc", "matrix", "routes", "chat", "base_url", "_targets"} <= seen("notify")
+        - {"connections", "routes", "chat", "base_url", "_targets"} <= seen("notify")
+    assert {"irc", "matrix", "route"} <= seen("notify")  # the connections' and routes' tables
     assert {f.name for f in dataclasses.fields(LoreSettings)} - {"seen_window", "limits"} <= seen("lore")  # not configurable
     assert {f.name for f in dataclasses.fields(TrustSettings)} <= seen("trust")
     assert {f.name for f in dataclasses.fields(IngestLimits)} <= seen("ingest")
@@ -269,7 +270,7 @@ def read_keys(monkeypatch, cli) -> set[tuple[str, str]]:
     backends = set(BUILTIN)
     assert {"qemu", "ssh", "lkp", "lava"} <= backends
     keys |= {("kernel.repos", k) for k in fields(TreeSpec)}
-    keys |= {("lab", k) for k in (*lab_plan.DEFAULTS, *lab_scheduler.SCHED_DEFAULTS, *fields(Limits), *backends)}
+    keys |= {("lab", k) for k in (*lab_plan.DEFAULTS, *lab_settings.SCHED_DEFAULTS, *fields(Limits), *backends)}
     keys |= {("lab.timeouts", k) for k in fields(Timeouts)}
     keys |= {("lab.builds", k) for k in lab_plan.BUILD_SETTINGS}
     keys |= {("lab.qemu", k) for k in fields(QemuConfig)}

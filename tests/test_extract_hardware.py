@@ -1,7 +1,7 @@
 """Hardware rules: LKP test-machine lines, disk parameter, memory blocks, ambiguity (messages written for the tests)."""
 
 import extractors
-from extractors.rules import find_commits
+from extractors.mentions import find_commits
 
 LKP = """Hello,
 

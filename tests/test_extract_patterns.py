@@ -164,7 +164,27 @@ cyclictest latency regressed from 20 us to 45 us. Maybe try CONFIG_NO_HZ_FULL=y 
     assert set(c.config["kernel_config"]) == {"CONFIG_PREEMPT_RT=y", "CONFIG_HZ_1000=y"}
 
 
-@pytest.mark.xfail(strict=True, reason="known gap since the model was retrained on the grown corpus (1,071 messages): the good-version ranker no longer keeps '6.2' from '15% slower than on 6.2' at the CV-calibrated threshold")
+def test_attached_config_is_not_a_list_of_named_options():
+    """A .config pasted or attached to the report lists every option of the kernel; only the
+    options the text names count, and the dump's own lines do not."""
+    dump = "\n".join(f"CONFIG_OPT_{i}=y" if i % 3 else f"# CONFIG_OPT_{i} is not set" for i in range(60))
+    body = f"""Since v6.7 fio randread is 20% slower here (CONFIG_PREEMPT_NONE=y, the rest below).
+
+.config:
+#
+# Automatically generated file; DO NOT EDIT.
+#
+{dump}
+"""
+    c = extract("fio randread regression in v6.7", body)
+    assert c.is_regression
+    assert c.config["kernel_config"] == ["CONFIG_PREEMPT_NONE=y"]
+    # a short list of options in the setup is not a dump
+    short = "\n".join(f"CONFIG_OPT_{i}=y" for i in range(5))
+    c = extract("fio randread regression in v6.7", f"Since v6.7 fio randread is 20% slower with\n{short}\n")
+    assert len(c.config["kernel_config"]) == 5
+
+
 def test_cpuinfo_dump_and_memory():
     body = """Performance regression in 6.3: the database benchmark is 15% slower than on 6.2.
 

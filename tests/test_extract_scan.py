@@ -1,6 +1,6 @@
 """The fast scanning helpers give exactly what ``re`` gives.
 
-``patterns.find_all`` / ``patterns.search`` / ``MailText.finditer`` skip or narrow regex scans
+``scan.find_all`` / ``scan.search`` / ``MailText.finditer`` skip or narrow regex scans
 (literal guards, prefix scans, word lists), the cue patterns carry a ``\\b(?=\\w)`` check
 (``word_led``), the stated-percent search is '%'-anchored and the tokenizer is one ``findall``:
 all of it must be invisible in the results.  Checked on the bundled real mail and on random text.
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from extractors import numbers, patterns as P, pipeline, rules, subsystems
+from extractors import (classify, culprits, evidence, hwconfig, measures, mentions, numbers, patterns as P, pipeline,
+                        ranges, rules, scan, subsystems, titles)
 from extractors import mailtext
 from extractors.mailtext import MailText
 
@@ -38,7 +39,8 @@ def _bodies() -> list[str]:
 def _patterns() -> dict[str, re.Pattern]:
     import extractors
     pats: dict[str, re.Pattern] = {"prefilter._CUES": extractors._CUES, "prefilter._STRONG": extractors._STRONG}
-    for mod in (P, rules, pipeline, numbers, subsystems, mailtext):
+    for mod in (P, scan, rules, mentions, titles, culprits, ranges, measures, hwconfig, classify, evidence, pipeline,
+                numbers, subsystems, mailtext):
         for name, v in vars(mod).items():
             items = [(name, v)] if isinstance(v, re.Pattern) else []
             if isinstance(v, list):
@@ -74,12 +76,12 @@ def test_find_all_and_search_equal_re(texts):
     for name, rx in _patterns().items():
         for t in texts:
             want = [(m.span(), m.groups()) for m in rx.finditer(t)]
-            assert [(m.span(), m.groups()) for m in P.find_all(rx, t)] == want, name
+            assert [(m.span(), m.groups()) for m in scan.find_all(rx, t)] == want, name
             first = rx.search(t)
-            got = P.search(rx, t)
+            got = scan.search(rx, t)
             assert (got and (got.span(), got.groups())) == (first and (first.span(), first.groups())), name
             if first is not None:
-                assert P.may_match(rx, t), name
+                assert scan.may_match(rx, t), name
 
 
 def test_mailtext_scans_equal_re():
@@ -98,12 +100,12 @@ def test_word_led_keeps_the_matches(texts):
     for src in sources:
         for flags in (0, re.I):
             rx = re.compile(src, flags)
-            fast = P.word_led(rx)
+            fast = scan.word_led(rx)
             assert fast is not rx
             for t in texts:
                 assert [m.span() for m in fast.finditer(t)] == [m.span() for m in rx.finditer(t)]
     # not every match starts a word: left alone
-    assert P.word_led(re.compile(r"\b(?:foo|%)")).pattern == r"\b(?:foo|%)"
+    assert scan.word_led(re.compile(r"\b(?:foo|%)")).pattern == r"\b(?:foo|%)"
 
 
 def test_stated_percent_search_equals_re(texts):
@@ -111,8 +113,8 @@ def test_stated_percent_search_equals_re(texts):
     extra = ["".join(rng.choice(RANDOM_PIECES + ["~", ">", "nearly", "approximately", "1-3", "worse"])
                      for _ in range(rng.randint(1, 12))) for _ in range(2000)]
     for t in texts + extra:
-        a = rules._STATED_PCT.search(t)
-        b = rules._search_stated_pct(t, P.fold(t))
+        a = measures._STATED_PCT.search(t)
+        b = measures._search_stated_pct(t, scan.fold(t))
         assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups())), t
 
 

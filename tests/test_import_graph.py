@@ -88,3 +88,41 @@ def test_no_import_cycles():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# ---------------------------------------------------------------------------------- SQL lives in storage/
+def sqlalchemy_imports(source: str) -> list[int]:
+    """Line numbers of every import of SQLAlchemy in ``source``, wherever it sits (module level,
+    in a function, under ``if TYPE_CHECKING:``), ``importlib.import_module("sqlalchemy...")`` and
+    ``__import__`` included."""
+
+    def names(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            return [node.module]
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            f = node.func
+            called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if called in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                return [node.args[0].value]
+        return []
+
+    return sorted(node.lineno for node in ast.walk(ast.parse(source))
+                  if any(n == "sqlalchemy" or n.startswith("sqlalchemy.") for n in names(node)))
+
+
+def test_nothing_in_bot_imports_sqlalchemy():
+    """Every query lives in storage/ (returning typed records); bot/ holds no SQL."""
+    found = {str(f.relative_to(ROOT)): lines for f in sorted((ROOT / "bot").rglob("*.py"))
+             if (lines := sqlalchemy_imports(f.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+def test_the_sqlalchemy_finder_finds_every_kind_of_import():
+    src = ("import os\nimport sqlalchemy as sa\nfrom sqlalchemy.exc import OperationalError\n"
+           "def f():\n    from sqlalchemy import select\n    import importlib\n"
+           "    importlib.import_module('sqlalchemy.dialects.sqlite')\n    __import__('sqlalchemy')\n"
+           "if TYPE_CHECKING:\n    from sqlalchemy.engine import Engine\n"
+           "from storage.store import Store\nimport sqlalchemy_utils\n")
+    assert sqlalchemy_imports(src) == [2, 3, 5, 7, 8, 10]

@@ -142,7 +142,9 @@ def test_tuxmake_builds_are_kept_cached_and_failures_remembered(linux):
 
 # ---------------------------------------------------------------------------------- rerun
 def test_rerun_of_culprit_vs_parent_confirms_the_slowdown(linux, store, tmp_path, lab_tools):  # noqa: F811
-    from bot.lab.scheduler import Scheduler, get_job, schedule_rerun
+    from bot.lab.scheduler import Scheduler
+    from bot.lab.scheduling import schedule_rerun
+    from storage.lab_jobs import get as get_job
     from bot.tracker.records import get_record
 
     cfg = config(linux, tmp_path)

@@ -311,7 +311,8 @@ def make_record(store, **kw) -> int:
 
 
 def test_no_match_is_recorded_and_the_job_declined(store):
-    from bot.lab.scheduler import list_jobs, schedule_rerun
+    from bot.lab.scheduling import schedule_rerun
+    from storage.lab_jobs import list_jobs
     from bot.tracker.records import get_record
 
     c = cfg(ARM, machine("q-misfit", filesystems=["tmpfs"], storage=["ram"]), builds=dict(BUILDS))
@@ -339,7 +340,7 @@ def test_no_match_is_recorded_and_the_job_declined(store):
 
 
 def test_declined_plan_is_recorded(store, no_exec):
-    from bot.lab.scheduler import schedule_rerun
+    from bot.lab.scheduling import schedule_rerun
     from bot.tracker.records import get_record
 
     c = cfg(machine("q"), builds=dict(BUILDS))
@@ -357,7 +358,7 @@ def test_example_lab_config_is_valid():
     from pathlib import Path
 
     from bot.lab.plan import lab_settings
-    from bot.lab.scheduler import sched_settings
+    from bot.lab.settings import sched_settings
 
     d = tomllib.loads((Path(__file__).parent.parent / "deploy" / "lab-example.toml").read_text())
     ms = load_machines(d)

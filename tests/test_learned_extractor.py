@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 import extractors  # noqa: E402
 from bench import accuracy, train_model  # noqa: E402
 from bench._corpus import load_split  # noqa: E402
-from extractors import learned  # noqa: E402
+from extractors import features, learned  # noqa: E402
 from extractors.boards import arch_from_hardware  # noqa: E402
 
 
@@ -154,6 +154,6 @@ def test_dev_split_level():
 def test_candidates_cover_distro_and_vendor_versions():
     ctx = extractors.pipeline.run("x", "Works with 6.1.0-18-amd64, fails with 5.14.0-427.el9 "
                                         "and linux-3.18-at91 and next-20240603.", learned_stage=False)._.rules
-    values = {c.value for c in learned.version_candidates(ctx.ex)}
+    values = {c.value for c in features.version_candidates(ctx.ex)}
     assert {"6.1.0-18-amd64", "5.14.0-427.el9", "linux-3.18-at91", "next-20240603"} <= values
     assert not any(re.fullmatch(r"\d+", v) for v in values)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK = r"""
 import sys
 from pathlib import Path
-import bot, bot.reply.compose as reply, bot.tracker.entry as te, bot.web.app as web
+import bot, bot.reply.compose as reply, bot.tracker.entry as te, bot.web.app, bot.web.render as web
 prefix = Path(sys.argv[1]).resolve()
 assert Path(bot.__file__).resolve().is_relative_to(prefix), bot.__file__
 assert te.TEMPLATES.resolve().is_relative_to(prefix), te.TEMPLATES
@@ -26,7 +26,7 @@ reply._reply_env().get_template("reply.txt.j2")
 te.template_env("txt").get_template("entry.txt.j2")
 te.template_env("md").get_template("entry.md.j2")
 for name in ("base.html", "list.html", "regression.html", "error.html"):
-    web._env().get_template(name)
+    web.environment().get_template(name)
 assert (web.STATIC / "style.css").is_file()
 print(te.TEMPLATES)
 """

@@ -214,11 +214,13 @@ def test_user_values_are_bound_parameters_never_sql_text():
     from bot.tracker.query import build_select
 
     f = q("text:\"'; DROP TABLE regressions; --\" subsystem:mm/ culprit:54a6eb5c since:v6.8")
-    sql = str(build_select(f))
-    assert "DROP" not in sql and "54a6eb5c" not in sql and "'mm" not in sql and "006.008" not in sql
-    assert ":subsystem_1" in sql and ":search_text_1" in sql
-    sql = str(build_select(f, dialect="sqlite"))
-    assert "DROP" not in sql and "54a6eb5c" not in sql and "'mm" not in sql
+    for dialect in ("sqlite", "postgresql", "other"):  # (any other: LIKE for the path prefix)
+        sql, params = build_select(f, dialect=dialect)
+        assert "DROP" not in sql and "54a6eb5c" not in sql and "'mm" not in sql and "006.008" not in sql
+        assert "mm" in params or "mm/%" in params, params
+        assert "%'; drop table regressions; --%" in params and "54a6eb5c" in params
+        assert any(str(v).startswith("006.008") for v in params), params
+        assert sql.count("?" if dialect == "sqlite" else "%s") == len(params)
 
 
 def test_core_kernel_areas_by_short_name():

@@ -14,7 +14,7 @@ import pytest
 from bot.config import Config
 from bot.tracker.events import Event
 from bot.sources.ingest import Ingester
-from bot.lab.scheduler import list_jobs
+from storage.lab_jobs import list_jobs
 from bot.service.run import Service
 from bot.service.hooks import LabActions, install_hooks, reply_policy
 from bot.tracker.events import is_backfill

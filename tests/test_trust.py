@@ -15,8 +15,10 @@ import storage.tracker_schema as ts
 from bot.config import Config
 from bot.tracker.events import Event
 from bot.sources.ingest import Ingester
-from bot.lab.scheduler import (SchedulerError, auto_schedule, budget_used_minutes, list_jobs,
-                               schedule_rerun)
+from bot.lab.budget import budget_used_minutes
+from bot.lab.scheduling import auto_schedule, schedule_rerun
+from bot.lab.settings import SchedulerError
+from storage.lab_jobs import list_jobs
 from bot.tracker.events import is_backfill
 from bot.tracker.records import get_record, set_status, update_tracker
 from bot.triage.runner import triage_pending

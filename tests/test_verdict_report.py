@@ -11,7 +11,9 @@ import statistics
 
 import pytest
 
-from bot.lab.scheduler import Scheduler, get_job, schedule_rerun
+from bot.lab.scheduler import Scheduler
+from bot.lab.scheduling import schedule_rerun
+from storage.lab_jobs import get as get_job
 from bot.lab.verdict_report import regression_bound, samples_csv, summarize
 from bot.tracker.records import get_record
 from tests.test_scheduler import LAB, Clock, fake_lab, lab_config, record  # noqa: F401 - fixture

@@ -634,7 +634,8 @@ def test_samples_svg_points_order_numbers_and_escaping():
 
 def test_json_is_strict_and_reruns_default_to_the_lab(store, monkeypatch):
     import bot.lab.reruns
-    from bot.web.app import json_bytes, reruns_for
+    from bot.web.api import json_bytes
+    from bot.web.record_view import reruns_for
 
     doc = {"p_value": float("nan"), "ci": [float("-inf"), 1.5], "title": "a\ud800b", "n": 3}
     assert json.loads(json_bytes(doc)) == {"p_value": None, "ci": [None, 1.5], "title": "a\ufffdb", "n": 3}

@@ -438,21 +438,23 @@ def _read_samples(path: str) -> list[float]:
 @click.option("--noise", default=1.0, show_default=True, help="Noise band in percent (when no claim is given).")
 @click.option("--max-cv", default=5.0, show_default=True, help="Noise gate: largest CV (%) for not-reproduced.")
 @click.option("--emulated", is_flag=True, help="The samples come from an emulated machine (noise gate).")
+@click.option("--paired", is_flag=True,
+              help="Line i of both files ran side by side (alternating runs): judge the pair differences.")
 @click.option("--json", "as_json", is_flag=True)
-def stats(good_path, bad_path, higher_is_better, claimed, alpha, noise, max_cv, emulated, as_json):
+def stats(good_path, bad_path, higher_is_better, claimed, alpha, noise, max_cv, emulated, paired, as_json):
     """Judge good-vs-bad samples in one look: confirmed, improved, not-reproduced or inconclusive."""
     from bot.lab.stats import judge
 
     try:
         j = judge(_read_samples(good_path), _read_samples(bad_path), higher_is_better=higher_is_better,
                   claimed_change_percent=claimed, alpha=alpha, noise_percent=noise, max_cv_percent=max_cv,
-                  emulated=emulated)
+                  emulated=emulated, analysis="paired" if paired else "welch")
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         _dump({"verdict": j.verdict, "change_percent": j.change_percent, "ci": list(j.ci),
                "p_value": j.p_value, "n_good": j.n_good, "n_bad": j.n_bad, "cv_percent": j.cv_percent,
-               "reasons": j.reasons})
+               "reasons": j.reasons, "analysis": j.analysis})
         return
     click.echo(f"{j.verdict}: {j.change_percent:+.2f}% (interval {j.ci[0]:+.2f}% .. {j.ci[1]:+.2f}%), "
                f"p={j.p_value:.3g}, n={j.n_good}/{j.n_bad}, CV {j.cv_percent:.1f}%")

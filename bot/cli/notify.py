@@ -73,7 +73,7 @@ def _test(settings, as_json: bool) -> None:
     from bot.notify.deliver import send_test
 
     if not settings.targets():
-        raise click.ClickException("no [[notify.irc]] or [[notify.matrix]] targets configured")
+        raise click.ClickException("no notification targets configured ([[notify.irc]], [[notify.matrix]], ...)")
     results = asyncio.run(send_test(settings))
     failed = [r for r in results if not r["ok"]]
     if as_json:

@@ -1,4 +1,4 @@
-"""CLI command ``regtriage serve``: the read-only web dashboard and JSON API (bot.web.app).
+"""CLI command ``regtriage serve``: the read-only web dashboard and JSON API (bot/web/).
 
 Wire into the main group with ``register(main)`` (bot/cli/main.py).  The web stack (Starlette,
 uvicorn) is imported inside the command only, so ``regtriage --help`` stays fast.
@@ -42,4 +42,14 @@ def register(main: click.Group) -> None:
         os.environ["REGTRIAGE_DB"] = obj.config.db_url
         if obj.config.path is not None:
             os.environ["REGTRIAGE_CONFIG"] = str(obj.config.path)
-        uvicorn.run("bot.web.app:app_from_environment", factory=True, workers=workers, **opts)
+        import socket
+
+        from uvicorn.supervisors import Multiprocess
+
+        config = uvicorn.Config("bot.web.app:app_from_environment", factory=True, workers=workers, **opts)
+        sock = config.bind_socket()  # what uvicorn.run does for workers > 1, and then:
+        # uvicorn makes the shared socket with protocol 0, so asyncio does not set TCP_NODELAY on
+        # the connections it accepts (it checks for IPPROTO_TCP) and each response waited ~40 ms
+        # for a delayed ACK (Nagle); Linux hands the listener's TCP_NODELAY down to them
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        Multiprocess(config, sockets=[sock]).run()

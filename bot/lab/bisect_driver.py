@@ -38,11 +38,18 @@ from typing import Any, Callable
 
 import storage.bisections as db
 from bot.lab import bisection as logic
+from bot.lab.backends import DONE, FAILED, RunSpec
 from bot.lab.bisection import report_text, summary  # noqa: F401  (the CLI's view of a bisection)
 from bot.lab.builds import BuildError, BuildSpec
-from bot.lab.inventory import get_machine, lab_section, make_backend
+from bot.lab.inventory import get_machine, InventoryError, lab_section, make_backend
+from bot.lab.kbuild import BuildFailed, tree_kernel
+from bot.lab.matching import match_record
+from bot.lab.plan import BuildMap, make_plan, PlanError, REF_RE
 from bot.lab.settings import default_owner, pinned_backend_config, sched_settings
+from bot.lab.stats import CONFIRMED, DESIGN_DEFAULTS, Design, decide
+from bot.tracker.records import _Run, add_note, get_record
 from storage.lab_jobs import busy_machines, machine_load
+from storage.records import transaction
 
 ACTOR = "regtriage-lab-bisect"
 SOURCE = "lab-bisect"
@@ -79,10 +86,6 @@ def _git(tree: str, *args: str, timeout: float = 600) -> str:
 def start(store, config: Any, rid: int, *, good: str | None = None, bad: str | None = None,
           machine: str | None = None, requested_by: str = "cli") -> db.Bisection:
     """Plan and store a bisection of record ``rid`` (its good..bad range, or the refs given)."""
-    from bot.lab.matching import match_record
-    from bot.lab.plan import REF_RE, BuildMap, PlanError, make_plan
-    from bot.tracker.records import get_record
-
     rec = get_record(store, rid)
     if rec is None:
         raise BisectionError(f"no regression record {rid}")
@@ -105,6 +108,27 @@ def start(store, config: Any, rid: int, *, good: str | None = None, bad: str | N
         raise BisectionError(str(exc)) from None
     if plan.recipe is None:
         raise BisectionError(f"workload: {plan.recipe_reason}")
+    tree, gs, bs, state, size = _range(bm, good, bad, s)
+    try:
+        m = match_record(rec, config, recipe=plan.recipe, build_arch=bm.arch, machine=machine,
+                         busy=busy_machines(store), load=machine_load(store))
+    except InventoryError as exc:
+        raise BisectionError(str(exc)) from None
+    if m.best is None:
+        raise BisectionError(f"no lab machine fits: {m.why_none()}")
+    mach = get_machine(config, m.best.machine)
+    info = _plan_info(plan, bm, tree, gs, mach, config, s)
+    info.update({"requested_by": requested_by, "good": gs, "bad": bs, "range_size": size})
+    b = db.create(store, regression_id=rid, tree=tree, good_ref=good, bad_ref=bad, machine=mach.name, plan=info,
+                  bisect=state, message=f"queued: {size} commits in {good}..{bad} on {mach.name}")
+    _note(store, rid, "queued", f"bisection {b.id} of {good}..{bad} ({size} commits) on {mach.name}, "
+                                f"recipe {plan.recipe.name}")
+    return b
+
+
+def _range(bm: BuildMap, good: str, bad: str, s: dict) -> tuple[str, str, str, dict, int]:
+    """The tree holding both ends, their full ids, the bisection's initial state (commits,
+    parents, subjects) and the range's size."""
     tree = gs = bs = None
     for t in bm.trees:  # both ends in one tree
         sub = BuildMap(trees=[t])
@@ -131,36 +155,22 @@ def start(store, config: Any, rid: int, *, good: str | None = None, bad: str | N
         state = logic.new_state(gs, bs, commits, parents, subjects)
     except logic.BisectError as exc:
         raise BisectionError(str(exc)) from None
-    build_arch = bm.arch
-    from bot.lab.inventory import InventoryError
+    return tree, gs, bs, state, len(commits)
 
-    try:
-        m = match_record(rec, config, recipe=plan.recipe, build_arch=build_arch, machine=machine,
-                         busy=busy_machines(store), load=machine_load(store))
-    except InventoryError as exc:
-        raise BisectionError(str(exc)) from None
-    if m.best is None:
-        raise BisectionError(f"no lab machine fits: {m.why_none()}")
-    mach = get_machine(config, m.best.machine)
+
+def _plan_info(plan, bm: BuildMap, tree: str, gs: str, mach, config: Any, s: dict) -> dict:
+    """What every step runs: the recipe, the runs and their design, the build and the backend."""
     spec = bm.tree_spec(tree, gs, mach.name)
-    info = {"recipe": plan.recipe.to_dict(), "runs": plan.runs, "warmup": plan.warmup,
+    return {"recipe": plan.recipe.to_dict(), "runs": plan.runs, "warmup": plan.warmup,
             "samples_per_batch": plan.samples_per_batch, "order": plan.order,
             "timeouts": {"boot_s": plan.timeouts.boot_s, "batch_s": plan.timeouts.batch_s,
                          "total_s": plan.timeouts.total_s},
-            "design": {k: getattr(plan, k) for k in ("runs", "extend_step", "max_runs", "alpha", "noise_percent",
-                                                     "spending", "futility_power", "max_cv_percent",
-                                                     "allow_emulated")},
+            "design": {k: getattr(plan, k) for k in ("runs", "extend_step", "max_runs", *DESIGN_DEFAULTS)},
             "build": {k: v for k, v in spec.to_dict().items() if k not in ("tree", "ref")},
             "build_options": bm.options, "backend": mach.backend,
             "backend_config": pinned_backend_config(mach, config),
             "max_steps": int(s["max_steps"]), "max_lab_s": float(s["max_lab_minutes"]) * 60,
-            "boot_retries": int(s["boot_retries"]), "requested_by": requested_by,
-            "good": gs, "bad": bs, "range_size": len(commits)}
-    b = db.create(store, regression_id=rid, tree=tree, good_ref=good, bad_ref=bad, machine=mach.name, plan=info,
-                  bisect=state, message=f"queued: {len(commits)} commits in {good}..{bad} on {mach.name}")
-    _note(store, rid, "queued", f"bisection {b.id} of {good}..{bad} ({len(commits)} commits) on {mach.name}, "
-                                f"recipe {plan.recipe.name}")
-    return b
+            "boot_retries": int(s["boot_retries"])}
 
 
 def auto_start(store, config: Any, job: dict) -> db.Bisection | None:
@@ -192,7 +202,6 @@ def cancel(store, config: Any, rid: int) -> db.Bisection:
 def _note(store, rid: int | None, new: str, note: str) -> None:
     if rid is None:
         return
-    from bot.tracker.records import add_note
 
     add_note(store, rid, "bisection", new, actor=ACTOR, note=note[:2000], source=SOURCE)
 
@@ -256,8 +265,6 @@ class Driver:
         return self.poll(b, step)
 
     def _build(self, b: db.Bisection, sha: str) -> tuple[dict, float]:
-        from bot.lab.kbuild import BuildFailed, tree_kernel
-
         spec = BuildSpec(tree=b.tree, ref=sha, **b.plan["build"])
         t0 = time.monotonic()
         try:
@@ -292,8 +299,6 @@ class Driver:
         return "submitted"
 
     def submit(self, b: db.Bisection, good_image: str, step_image: str, runs: int) -> str:
-        from bot.lab.backends import RunSpec
-
         p = b.plan
         arch = p["build"].get("arch", "x86_64")
         spec = RunSpec.from_dict({"recipe": p["recipe"], "builds": {"good": {"image": good_image, "arch": arch},
@@ -304,8 +309,6 @@ class Driver:
         return self.backend(b).submit(spec)
 
     def poll(self, b: db.Bisection, step: db.Step) -> str:
-        from bot.lab.backends import DONE, FAILED
-
         backend = self.backend(b)
         st = backend.poll(step.handle)
         samples = dict(step.samples or {})
@@ -330,7 +333,6 @@ class Driver:
         samples["step"] = list(samples.get("step") or []) + [float(x) for x in got.get("bad", [])]
         samples["metric"], samples["higher_is_better"] = got.metric, bool(got.higher_is_better)
         lab_s = (step.lab_s or 0) + ran
-        from bot.lab.stats import CONFIRMED, Design, decide
 
         design = Design.from_settings(b.plan["design"])
         if step.n == 0:
@@ -471,9 +473,6 @@ def apply_result(store, b: db.Bisection | None, config: Any = None) -> None:
         return
     if not db.mark_record_updated(store, b.id):
         return
-    from bot.tracker.records import _Run
-    from storage.records import transaction
-
     r = b.result
     with transaction(store) as tx:
         run = _Run(tx)

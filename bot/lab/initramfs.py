@@ -41,6 +41,23 @@ APPLETS = ("sh", "ash", "mount", "umount", "mkdir", "rm", "dd", "cat", "echo", "
 DEFAULT_BUSYBOX = "/bin/busybox"
 SCRATCH = "/scratch"  # the guest's scratch area: a tmpfs; the only place recipes write to
 
+# the guest's clock, shared by every guest script (the qemu init here, the lava workload)
+CLOCK_SH = """if [ -r /proc/timer_list ]; then REGTRIAGE_CLOCK=timer_list; else REGTRIAGE_CLOCK=uptime; fi
+# now_ns: monotonic nanoseconds into $NOW without forking (shell builtins only)
+now_ns() {
+  if [ "$REGTRIAGE_CLOCK" = timer_list ]; then
+    { read -r _l1; read -r _l2; read -r _l3; } < /proc/timer_list
+    _l3=${_l3#now at }
+    NOW=${_l3% nsecs}
+  else
+    read -r _up _idle < /proc/uptime
+    _cs=${_up#*.}
+    _cs=${_cs#0}
+    NOW=$(( ${_up%.*} * 1000000000 + _cs * 10000000 ))
+  fi
+}
+"""
+
 INIT_TEMPLATE = """#!/bin/busybox sh
 # regtriage guest init (generated; numbers only, from a validated recipe)
 export PATH=/bin:/usr/bin
@@ -57,21 +74,7 @@ fail() {
 }
 mkdir -p {scratch} || fail "mkdir scratch"
 mount -t tmpfs -o size={scratch_mib}m scratch {scratch} || fail "cannot mount the tmpfs scratch area"
-if [ -r /proc/timer_list ]; then REGTRIAGE_CLOCK=timer_list; else REGTRIAGE_CLOCK=uptime; fi
-# now_ns: monotonic nanoseconds into $NOW without forking (shell builtins only)
-now_ns() {
-  if [ "$REGTRIAGE_CLOCK" = timer_list ]; then
-    { read -r _l1; read -r _l2; read -r _l3; } < /proc/timer_list
-    _l3=${_l3#now at }
-    NOW=${_l3% nsecs}
-  else
-    read -r _up _idle < /proc/uptime
-    _cs=${_up#*.}
-    _cs=${_cs#0}
-    NOW=$(( ${_up%.*} * 1000000000 + _cs * 10000000 ))
-  fi
-}
-echo "REGTRIAGE-START recipe={recipe} kernel=$(uname -r) samples={samples} warmup={warmup} clock=$REGTRIAGE_CLOCK"
+"""+CLOCK_SH+"""echo "REGTRIAGE-START recipe={recipe} kernel=$(uname -r) samples={samples} warmup={warmup} clock=$REGTRIAGE_CLOCK"
 {workload}
 echo "REGTRIAGE-END"
 echo "RESULT ok"

@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from bot.lab.builds import BuildError, BuildSpec, ResolvedBuild, abs_path_ok, locked
+from bot.lab.builds import abs_path_ok, BuildError, BuildSpec, GIT_REF_RE, locked, ResolvedBuild
 
 SHA_RE = re.compile(r"^[0-9a-f]{40,64}$")
 TUXMAKE_ARCH = {"x86_64": "x86_64", "i386": "i386", "aarch64": "arm64"}
@@ -102,8 +102,6 @@ def _git(tree: str, *args: str, timeout: float = 300) -> str:
 
 def rev_parse(tree: str, ref: str) -> str | None:
     """The commit id of ``ref`` in ``tree``, or None (ref validated first; never a shell)."""
-    from bot.lab.builds import GIT_REF_RE
-
     if not isinstance(ref, str) or not GIT_REF_RE.match(ref):
         raise BuildError(f"not an accepted git ref: {ref!r}")
     try:

@@ -175,7 +175,17 @@ def score_machine(req: Requirements, m: Machine, *, recipe=None, config: Any = N
                   min_score: int = 0) -> Candidate:
     """Score one machine against the requirements; see the module docstring."""
     c = Candidate(m.name, 0, True)
-    # -- hard requirements
+    _score_hard(c, req, m, recipe=recipe, config=config, named=named)
+    _score_cpu(c, req, m)
+    _score_size(c, req, m)
+    _score_storage(c, req, m)
+    if c.eligible and c.score < min_score:
+        c.add("score", None, f"score {c.score} is below min_score {min_score}: a misfit", excludes=True)
+    return c
+
+
+def _score_hard(c: Candidate, req: Requirements, m: Machine, *, recipe, config: Any, named: bool) -> None:
+    """What excludes a machine: disabled, manual, arch, the backend's recipes, no hardware named."""
     if not m.enabled:
         c.add("enabled", None, "machine is disabled in the configuration", excludes=True)
     if m.manual and not named:
@@ -205,7 +215,10 @@ def score_machine(req: Requirements, m: Machine, *, recipe=None, config: Any = N
             c.add("backend", None, f"backend {m.backend} cannot run {recipe.name}: {why}", excludes=True)
     if not req.names_hardware:
         c.add("hardware", 0, NO_HARDWARE)
-    # -- CPU
+
+
+def _score_cpu(c: Candidate, req: Requirements, m: Machine) -> None:
+    """CPU vendor, family, model and generation."""
     rc, mc = req.cpu, m.cpu
     if rc.vendor is None:
         c.add("cpu_vendor", 0, "report names no CPU vendor")
@@ -227,7 +240,10 @@ def score_machine(req: Requirements, m: Machine, *, recipe=None, config: Any = N
             c.add("cpu_model", -P_MODEL, f"CPU model {mc.model} differs from the report's {rc.model}")
     if rc.codename is not None and mc.codename is not None and rc.codename == mc.codename:
         c.add("cpu_codename", W_CODENAME, f"same CPU generation ({mc.codename})")
-    # -- size
+
+
+def _score_size(c: Candidate, req: Requirements, m: Machine) -> None:
+    """Cores and memory against the report's."""
     if req.cores is None:
         c.add("cores", 0, "report names no core count")
     elif m.cores is None:
@@ -243,7 +259,10 @@ def score_machine(req: Requirements, m: Machine, *, recipe=None, config: Any = N
         pts = _ratio_points(m.memory, req.memory, W_MEMORY, P_SHORT)
         c.add("memory", pts, f"{_fmt_size(m.memory)} memory {'>=' if pts > 0 else '<'} the report's "
                              f"{_fmt_size(req.memory)}")
-    # -- storage and filesystem
+
+
+def _score_storage(c: Candidate, req: Requirements, m: Machine) -> None:
+    """Storage type and filesystem."""
     types = m.storage_types
     if req.storage is None:
         c.add("storage", 0, "report names no storage type" if not req.storage_text else
@@ -263,9 +282,6 @@ def score_machine(req: Requirements, m: Machine, *, recipe=None, config: Any = N
     else:
         have = ", ".join(m.filesystems) or "none declared"
         c.add("filesystem", -P_FS, f"cannot test {req.filesystem} (filesystems: {have})")
-    if c.eligible and c.score < min_score:
-        c.add("score", None, f"score {c.score} is below min_score {min_score}: a misfit", excludes=True)
-    return c
 
 
 def match(req: Requirements, machines: list[Machine], *, recipe=None, config: Any = None,

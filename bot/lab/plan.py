@@ -54,10 +54,11 @@ from pathlib import Path
 from typing import Any
 
 from bot.lab.backends import ORDERS, LabError, RunSpec, Timeouts
-from bot.lab.builds import BuildError, BuildSpec
+from bot.lab.builds import BuildError, BuildSpec, validate_kconfig
 from bot.lab.inventory import lab_section, lab_values, normalize_arch
+from bot.lab.kbuild import build_options, rev_parse
 from bot.lab.recipes import RecipeError, RecipeSpec, recipe_from_claim
-from bot.lab.stats import SPENDING
+from bot.lab.stats import ANALYSES, DESIGN_DEFAULTS, SPENDING
 
 REF_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]{0,127}$")
 HEX_RE = re.compile(r"^[0-9a-f]{7,64}$")
@@ -67,9 +68,9 @@ GONE_SETTINGS = ("build_command", "image_path")
 DEBIAN_ARCH = (("-amd64", "x86_64"), ("-arm64", "aarch64"), ("-686-pae", "i386"), ("-686", "i386"),
                ("-i386", "i386"))
 
+# the run settings, and the sequential design's (bot.lab.stats owns those defaults)
 DEFAULTS = {"runs": 5, "warmup": 1, "samples_per_batch": 1, "order": "abba", "max_runs": 20, "extend_step": 5,
-            "alpha": 0.01, "noise_percent": 1.0, "max_attempts": 3, "spending": "pocock", "futility_power": 0.10,
-            "max_cv_percent": 5.0, "allow_emulated": False}
+            "max_attempts": 3, **DESIGN_DEFAULTS}
 LIMITS = {"runs": (2, 100), "warmup": (0, 20), "samples_per_batch": (1, 100), "max_runs": (2, 200),
           "extend_step": (1, 100), "max_attempts": (1, 20)}
 
@@ -97,6 +98,8 @@ def lab_settings(config: Any) -> dict[str, Any]:
         raise PlanError(f"[lab] spending must be one of {', '.join(SPENDING)}")
     if not isinstance(out["allow_emulated"], bool):
         raise PlanError("[lab] allow_emulated must be true or false")
+    if out["analysis"] not in ANALYSES:
+        raise PlanError(f"[lab] analysis must be one of {', '.join(ANALYSES)}")
     t = lab.get("timeouts", {})
     if not isinstance(t, dict) or set(t) - {"boot_s", "batch_s", "total_s"}:
         raise PlanError("[lab.timeouts] has boot_s, batch_s, total_s")
@@ -164,9 +167,6 @@ class BuildMap:
 
     @classmethod
     def from_config(cls, config: Any) -> "BuildMap":
-        from bot.lab.builds import validate_kconfig
-        from bot.lab.kbuild import build_options
-
         b = lab_section(config).get("builds", {})
         if not isinstance(b, dict):
             raise PlanError("[lab.builds] must be a table")
@@ -246,8 +246,6 @@ class BuildMap:
     def find_in_trees(self, ref: str) -> tuple[str, str] | None:
         """(tree, full commit id) of the first tree where ``ref`` (or ``v<ref>`` for a bare
         version) names a commit; None when no tree has it."""
-        from bot.lab.kbuild import rev_parse
-
         tries = [ref] + (["v" + ref] if ref[:1].isdigit() and not HEX_RE.match(ref) else [])
         for tree in self.trees:
             for r in tries:
@@ -366,6 +364,7 @@ class RerunPlan:
     futility_power: float = 0.10
     max_cv_percent: float = 5.0
     allow_emulated: bool = False
+    analysis: str = "paired"
     claimed_change_percent: float | None = None
     declined: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -408,7 +407,7 @@ class RerunPlan:
                 "noise_percent": self.noise_percent, "max_attempts": self.max_attempts,
                 "spending": self.spending, "futility_power": self.futility_power,
                 "max_cv_percent": self.max_cv_percent, "allow_emulated": self.allow_emulated,
-                "claimed_change_percent": self.claimed_change_percent,
+                "analysis": self.analysis, "claimed_change_percent": self.claimed_change_percent,
                 "declined": list(self.declined), "notes": list(self.notes)}
 
     @classmethod
@@ -424,7 +423,7 @@ class RerunPlan:
             raise PlanError(f"stored plan is invalid: {exc}") from None
         for k in ("recipe_reason", "builds_reason", "runs", "warmup", "samples_per_batch", "order", "max_runs",
                   "extend_step", "alpha", "noise_percent", "max_attempts", "spending", "futility_power",
-                  "max_cv_percent", "allow_emulated", "claimed_change_percent"):
+                  "max_cv_percent", "allow_emulated", "analysis", "claimed_change_percent"):
             if k in d:
                 setattr(p, k, d[k])
         p.refs = dict(d.get("refs") or {"good": None, "bad": None})
@@ -442,7 +441,8 @@ def make_plan(rec: dict[str, Any], config: Any, *, runs: int | None = None) -> R
                      order=s["order"], timeouts=s["timeouts"], max_runs=s["max_runs"], extend_step=s["extend_step"],
                      alpha=float(s["alpha"]), noise_percent=float(s["noise_percent"]), max_attempts=s["max_attempts"],
                      spending=s["spending"], futility_power=float(s["futility_power"]),
-                     max_cv_percent=float(s["max_cv_percent"]), allow_emulated=s["allow_emulated"])
+                     max_cv_percent=float(s["max_cv_percent"]), allow_emulated=s["allow_emulated"],
+                     analysis=s["analysis"])
     if runs is not None:
         lo, hi = LIMITS["runs"]
         if type(runs) is not int or not lo <= runs <= hi:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from bot.lab.verdict_report import samples_csv
+from bot.web.svg import samples_svg
+
 
 def rerun_routes(store, source: Callable[[Any, int], list[dict[str, Any]]]) -> list:
     """Starlette routes over ``source(store, rid)`` (the reruns the record's page shows)."""
     from starlette.exceptions import HTTPException
     from starlette.responses import Response
     from starlette.routing import Route
-
-    from bot.lab.verdict_report import samples_csv
-    from bot.web.svg import samples_svg
 
     def find(request) -> dict[str, Any]:
         rid, job = request.path_params["rid"], request.path_params["job"]

@@ -15,29 +15,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+import storage.lab_jobs as jobs
+from storage.lab_jobs import Job
 
-from storage.store import aware
 
-
-def _rerun(job: dict[str, Any]) -> dict[str, Any]:
-    plan = job.get("plan") or {}
-    result = job.get("result") or {}
-    samples = job.get("samples") or {}
+def _rerun(job: Job) -> dict[str, Any]:
+    plan = job.plan or {}
+    result = job.result or {}
+    samples = job.samples or {}
     recipe = plan.get("recipe") or {}
     bt = plan.get("builds_text") or {}
-    finished = job.get("finished_at")
+    finished = job.finished_at
     ci = result.get("ci")
     return {
-        "id": job["id"],
-        "regression_id": job.get("regression_id"),
-        "machine": job.get("machine"),
-        "backend": job.get("backend"),
+        "id": job.id,
+        "regression_id": job.regression_id,
+        "machine": job.machine,
+        "backend": job.backend,
         "stand_in": bool((plan.get("match") or {}).get("stand_in")),  # the report named no hardware
         "recipe": recipe.get("name"),
         "metric": samples.get("metric") or recipe.get("metric"),
         "higher_is_better": samples.get("higher_is_better", recipe.get("higher_is_better")),
-        "verdict": job.get("verdict"),
+        "verdict": job.verdict,
         "change_percent": result.get("change_percent"),
         "ci": [ci[0], ci[1]] if isinstance(ci, (list, tuple)) and len(ci) == 2 else None,
         "p_value": result.get("p_value"),
@@ -65,17 +64,8 @@ def _rerun(job: dict[str, Any]) -> dict[str, Any]:
         "warmups": samples.get("warmups") or {},
         "rounds": len(samples.get("rounds") or []),
         "logs": [r.get("log_path") for r in samples.get("rounds") or [] if r.get("log_path")],
-        "job_state": job.get("state"),
+        "job_state": job.state,
     }
-
-
-def job_dict(row) -> dict[str, Any]:
-    """A ``lab_jobs`` row as a dict, its datetimes timezone-aware."""
-    d = dict(row._mapping if hasattr(row, "_mapping") else row)
-    for k in ("next_attempt_at", "deadline_at", "lease_until", "created_at", "updated_at", "started_at",
-              "finished_at"):
-        d[k] = aware(d.get(k))
-    return d
 
 
 def reruns_for(store, rid: int) -> list[dict[str, Any]]:
@@ -85,18 +75,4 @@ def reruns_for(store, rid: int) -> list[dict[str, Any]]:
 
 def reruns_for_many(store, ids) -> dict[int, list[dict[str, Any]]]:
     """:func:`reruns_for` of several records in one statement: {record id: reruns}."""
-    import storage.lab_schema as ls
-
-    ids = list(dict.fromkeys(ids))
-    out: dict[int, list[dict[str, Any]]] = {rid: [] for rid in ids}
-    if not ids:
-        return out
-    j = ls.lab_jobs
-    with store.engine.connect() as conn:
-        rows = conn.execute(select(j).where(j.c.regression_id.in_(ids), j.c.state == "done",
-                                            j.c.verdict.is_not(None))
-                            .order_by(j.c.finished_at, j.c.id)).all()
-    for r in rows:
-        job = job_dict(r)
-        out[job["regression_id"]].append(_rerun(job))
-    return out
+    return {rid: [_rerun(j) for j in done] for rid, done in jobs.verdicts_for_records(store, ids).items()}

@@ -34,8 +34,9 @@ one error budget:
 * **Maximum n**: ``max_runs`` per build; without a crossing there the verdict is
   ``inconclusive`` (or ``not-reproduced`` per the rule above), with the reason.
 
-:func:`decide` is the one function the scheduler calls at every look; :func:`simulate` runs
-the very same loop on simulated samples (``regtriage lab power``, ``bench/stats_power.py``).
+:func:`decide` is the one function the scheduler calls at every look;
+:func:`bot.lab.power.simulate` runs the very same loop on simulated samples (``regtriage lab
+power``, ``bench/stats_power.py``).
 Direction comes from the metric: for throughput (higher is better) a regression is a negative
 change, for time or latency (lower is better) a positive one.
 """
@@ -56,8 +57,9 @@ MWU_GUARD = 0.05
 LOWER_IS_BETTER_HINTS = ("latency", "time", "duration", "seconds", "overhead", "usecs", "msecs",
                          "nsecs", "_ns", "_us", "_ms", "boot", "elapsed", "wait", "cycles")
 # [lab] options of the design, with defaults (bot.lab.plan validates and stores them in the plan)
+ANALYSES = ("paired", "welch")
 DESIGN_DEFAULTS = {"alpha": 0.01, "spending": "pocock", "futility_power": 0.10, "max_cv_percent": 5.0,
-                   "allow_emulated": False, "noise_percent": 1.0}
+                   "allow_emulated": False, "noise_percent": 1.0, "analysis": "paired"}
 
 
 def higher_is_better(metric: str | None) -> bool:
@@ -125,6 +127,55 @@ def boundaries(looks: tuple[int, ...], alpha_side: float, spending: str) -> tupl
     return tuple(levels)
 
 
+PAIRED_PATHS = 400_000  # Monte Carlo paths behind paired_boundaries (MC error ~2% of alpha at 20 runs)
+
+
+@lru_cache(maxsize=64)
+def paired_boundaries(looks: tuple[int, ...], alpha_side: float, spending: str,
+                      paths: int = PAIRED_PATHS, seed: int = 1) -> tuple[float, ...]:
+    """Nominal one-sided level of each look for the paired t statistic, such that
+    P(any look crosses) = ``alpha_side`` with each look spending its share.
+
+    With few pairs (4 df at the first look of 5 pairs) the t statistics of successive looks are
+    not the joint normal law :func:`boundaries` integrates: applied to them, its levels let 1.2%
+    of A/A pairs through for a 1% budget.  The paired t statistic is pivotal under normal
+    noise (its law does not depend on the noise level), so the boundaries are calibrated
+    exactly, once, by simulating the statistic along the looks (seeded: the same levels every
+    time) and taking each look's crossing quantile among the paths that have not crossed."""
+    from scipy.special import stdtr
+
+    if spending not in SPENDING:
+        raise ValueError(f"spending must be one of {', '.join(SPENDING)}")
+    rng = np.random.default_rng(seed)
+    paths = max(10_000, min(paths, 16_000_000 // looks[-1]))  # bounded work for long designs
+    frac = np.asarray(looks, dtype=float) / looks[-1]
+    s1 = np.zeros(paths)
+    s2 = np.zeros(paths)
+    alive = np.ones(2 * paths, dtype=bool)  # each path counts twice: t and -t (symmetry)
+    levels: list[float] = []
+    prev_spent, done = 0.0, 0
+    for k, n in enumerate(looks):
+        x = rng.standard_normal((paths, n - done))
+        s1 += x.sum(axis=1)
+        s2 += (x * x).sum(axis=1)
+        done = n
+        mean = s1 / n
+        sd = np.sqrt(np.maximum(s2 - n * mean * mean, 1e-300) / (n - 1))
+        t = mean / (sd / math.sqrt(n))
+        tt = np.concatenate([t, -t])
+        target = _spent(frac[k], alpha_side, spending) - prev_spent
+        prev_spent += target
+        m = int(round(target * 2 * paths))
+        if m <= 0:
+            levels.append(0.0)
+            continue
+        cand = tt[alive]
+        c = float(np.partition(cand, cand.size - m)[cand.size - m]) if m < cand.size else -math.inf
+        levels.append(float(stdtr(n - 1, -c)))
+        alive &= tt < c
+    return tuple(levels)
+
+
 # ---------------------------------------------------------------------------------- the design
 @dataclass(frozen=True)
 class Design:
@@ -136,12 +187,15 @@ class Design:
     max_cv_percent: float = 5.0
     allow_emulated: bool = False
     noise_percent: float = 1.0
+    analysis: str = "paired"
 
     def __post_init__(self):
         if not self.looks or any(n < 2 for n in self.looks) or list(self.looks) != sorted(set(self.looks)):
             raise ValueError("looks must be increasing run counts >= 2")
         if self.spending not in SPENDING:
             raise ValueError(f"spending must be one of {', '.join(SPENDING)}")
+        if self.analysis not in ANALYSES:
+            raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}")
 
     @classmethod
     def from_settings(cls, s: dict[str, Any]) -> "Design":
@@ -159,8 +213,11 @@ class Design:
     def max_runs(self) -> int:
         return self.looks[-1]
 
-    def levels(self) -> tuple[float, ...]:
-        """Nominal one-sided level of each look, per direction."""
+    def levels(self, paired: bool | None = None) -> tuple[float, ...]:
+        """Nominal one-sided level of each look, per direction, for the paired t statistic
+        (``paired``; default: this design's analysis) or Welch's."""
+        if self.analysis == "paired" if paired is None else paired:
+            return paired_boundaries(self.looks, self.alpha / 2, self.spending)
         return boundaries(self.looks, self.alpha / 2, self.spending)
 
     def look_index(self, n: int) -> int:
@@ -206,6 +263,7 @@ class Judgement:
     next_runs: int  # runs per build to add before the next look (0: stop)
     claimed_change_percent: float | None = None
     reasons: list[str] = field(default_factory=list)
+    analysis: str = "welch"  # "paired": the i-th samples of both builds as pairs; "welch": two samples
 
     @property
     def stop(self) -> bool:
@@ -221,7 +279,7 @@ class Judgement:
         return d
 
 
-def _clean(samples) -> np.ndarray:
+def clean_samples(samples) -> np.ndarray:
     arr = np.asarray([float(x) for x in samples], dtype=float)
     if arr.size and not np.all(np.isfinite(arr)):
         raise ValueError("samples must be finite numbers")
@@ -246,6 +304,21 @@ def _welch(g: np.ndarray, b: np.ndarray) -> tuple[float, float, float, bool]:
     return est, se, df, log
 
 
+def _paired(g: np.ndarray, b: np.ndarray) -> tuple[float, float, float, bool, np.ndarray]:
+    """(estimate, standard error, df, log scale?, the pair differences) of the change bad vs
+    good from the i-th good and the i-th bad sample taken as a pair.  The backends run the
+    batches alternately (abab / abba), so the i-th samples of the two builds ran next to each
+    other: a host load that drifts or switches during the rerun moves both members of a pair
+    and cancels in their difference, where the two-sample test would count it as signal."""
+    log = bool(np.all(g > 0) and np.all(b > 0))
+    if log:
+        d = np.log(b) - np.log(g)
+    else:
+        d = (b - g) / abs(float(g.mean()))
+    n = len(d)
+    return float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), float(n - 1), log, d
+
+
 def _pct(x: float, log: bool) -> float:
     return 100.0 * math.expm1(x) if log else 100.0 * x
 
@@ -268,73 +341,123 @@ def _conditional_power(z: float, n: int, n_max: int, delta_over_se: float, level
     return float(ndtr(-(c - math.sqrt(w) * z - math.sqrt(1 - w) * drift_rest) / math.sqrt(1 - w)))
 
 
+@dataclass
+class _Test:
+    """The test statistic of one look: the change on the analysis scale, its standard error and
+    df, the look's nominal level and the one-sided p-values (regression / improvement side)."""
+    g: np.ndarray
+    b: np.ndarray
+    higher_is_better: bool
+    paired: bool
+    levels: tuple[float, ...]
+    a_k: float
+    est: float
+    se: float
+    df: float
+    log: bool
+    diffs: np.ndarray | None
+    sign: float  # regression = sign * change > 0
+    p_reg: float = 1.0
+    p_imp: float = 1.0
+    half: float = 0.0  # half-width of the repeated interval
+
+    @property
+    def name(self) -> str:
+        return "paired t" if self.paired else "Welch"
+
+    @property
+    def rank(self) -> str:
+        return "signed-rank" if self.paired else "Mann-Whitney"
+
+    @property
+    def reg(self) -> float:  # > 0: worse
+        return self.sign * self.est
+
+    def rank_p(self, worse: bool) -> float:
+        """One-sided rank test (only where a boundary is crossed): signed-rank on the pair
+        differences, else Mann-Whitney U."""
+        from scipy import stats
+
+        if np.ptp(np.concatenate([self.g, self.b])) == 0:
+            return 1.0
+        bad_less = self.higher_is_better == worse  # "worse" for throughput: bad less than good
+        alternative = "less" if bad_less else "greater"
+        if self.diffs is not None:  # Wilcoxon signed-rank on the pair differences (bad - good)
+            if not np.any(self.diffs):
+                return 1.0
+            return float(stats.wilcoxon(self.diffs, alternative=alternative).pvalue)
+        return float(stats.mannwhitneyu(self.b, self.g, alternative=alternative).pvalue)
+
+
+def _test(g: np.ndarray, b: np.ndarray, design: Design, k: int, higher_is_better: bool) -> _Test:
+    from scipy.special import stdtr, stdtrit
+
+    paired = design.analysis == "paired" and len(g) == len(b)
+    levels = design.levels(paired)
+    if paired:
+        est, se, df, log, diffs = _paired(g, b)
+    else:
+        (est, se, df, log), diffs = _welch(g, b), None
+    t = _Test(g, b, higher_is_better, paired, levels, levels[k], est, se, df, log, diffs,
+              -1.0 if higher_is_better else 1.0)
+    if se > 0:
+        t_stat = t.reg / se
+        t.p_reg, t.p_imp = float(stdtr(df, -t_stat)), float(stdtr(df, t_stat))
+        t.half = -float(stdtrit(df, t.a_k)) * se if t.a_k > 0 else math.inf
+    else:  # both sides constant
+        t.p_reg = 0.0 if t.reg > 0 else 1.0
+        t.p_imp = 0.0 if t.reg < 0 else 1.0
+    return t
+
+
+def _gate_problems(cv: float, design: Design, emulated: bool) -> list[str]:
+    """Why the noise gate fails (empty: it passes)."""
+    out = []
+    if cv > design.max_cv_percent:
+        out.append(f"CV {cv:.1f}% > {design.max_cv_percent:g}%")
+    if emulated and not design.allow_emulated:
+        out.append("emulated machine")
+    return out
+
+
 def decide(good, bad, design: Design, *, higher_is_better: bool = True,
            claimed_change_percent: float | None = None, emulated: bool = False) -> Judgement:
     """The verdict at the current look (the number of runs per build so far picks it) and how
     many runs per build to add before the next look (0: stop).  See the module docstring."""
-    from scipy import stats
-    from scipy.special import stdtr, stdtrit
-
-    g, b = _clean(good), _clean(bad)
+    g, b = clean_samples(good), clean_samples(bad)
     if len(g) < 2 or len(b) < 2:
         raise ValueError("need at least 2 samples per side")
     if g.mean() == 0:
         raise ValueError("the good build's mean is 0: a % change is undefined")
     n = min(len(g), len(b))
     k = design.look_index(n)
-    last = k == len(design.looks) - 1
-    levels = design.levels()
-    a_k = levels[k]
-    sign = -1.0 if higher_is_better else 1.0  # regression = sign * change > 0
-    est, se, df, log = _welch(g, b)
-    reg = sign * est  # > 0: worse
-    if se > 0:
-        t_stat = reg / se
-        p_reg, p_imp = float(stdtr(df, -t_stat)), float(stdtr(df, t_stat))
-        half = -float(stdtrit(df, a_k)) * se if a_k > 0 else math.inf
-    else:  # both sides constant
-        p_reg = 0.0 if reg > 0 else 1.0
-        p_imp = 0.0 if reg < 0 else 1.0
-        half = 0.0
-    def mwu(worse: bool) -> float:  # one-sided Mann-Whitney U, only where a boundary is crossed
-        if np.ptp(np.concatenate([g, b])) == 0:
-            return 1.0
-        bad_less = higher_is_better == worse  # "worse" for throughput: bad less than good
-        return float(stats.mannwhitneyu(b, g, alternative="less" if bad_less else "greater").pvalue)
-
-    lo, hi = est - half, est + half
-    ci = (_pct(lo, log), _pct(hi, log)) if math.isfinite(half) else (-math.inf, math.inf)
+    t = _test(g, b, design, k, higher_is_better)
+    sign, log, a_k, p_reg, p_imp = t.sign, t.log, t.a_k, t.p_reg, t.p_imp
+    lo, hi = t.est - t.half, t.est + t.half
+    ci = (_pct(lo, log), _pct(hi, log)) if math.isfinite(t.half) else (-math.inf, math.inf)
     reg_lo, reg_hi = min(sign * lo, sign * hi), max(sign * lo, sign * hi)  # regression-side ends
-    change = _pct(est, log)
-    cvs = [float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in (g, b)]
-    cv = max(cvs)
-    gate_problems = []
-    if cv > design.max_cv_percent:
-        gate_problems.append(f"CV {cv:.1f}% > {design.max_cv_percent:g}%")
-    if emulated and not design.allow_emulated:
-        gate_problems.append("emulated machine")
-    gate = not gate_problems
+    cv = max(float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in (g, b))
+    gate_problems = _gate_problems(cv, design, emulated)
     where = (f"CV {cv:.1f}% over {len(g)}+{len(b)} runs" + (" on an emulated machine" if emulated else ""))
     ci_text = (f"{(1 - design.alpha) * 100:g}% repeated interval [{ci[0]:+.2f}%, {ci[1]:+.2f}%]")
     look_text = f"look {k + 1}/{len(design.looks)}"
     claimed = abs(claimed_change_percent) if claimed_change_percent else None
-    # size of interest on the analysis scale (for futility and not-reproduced)
+
     def to_reg(p: float) -> float:  # a regression of p% -> the regression-side analysis scale
         return sign * _unpct(max(sign * p, -99.9), log)  # a throughput cannot fall by 100% or more
 
     def from_reg(r: float) -> float:  # the inverse: size of the regression in %
         return sign * _pct(sign * r, log)
 
-    interest = to_reg(claimed if claimed else 2 * design.noise_percent)
     reasons: list[str] = []
     cp = None
     next_runs = 0
-    p_mwu = mwu(True) if p_reg < a_k else math.nan
-    p_mwu_imp = mwu(False) if p_imp < a_k else math.nan
+    p_mwu = t.rank_p(True) if p_reg < a_k else math.nan
+    p_mwu_imp = t.rank_p(False) if p_imp < a_k else math.nan
     if p_reg < a_k and p_mwu <= MWU_GUARD:
         verdict = CONFIRMED
-        reasons.append(f"bad build worse at {look_text}: Welch p={p_reg:.2g} < {a_k:.2g} (boundary), "
-                       f"Mann-Whitney p={p_mwu:.2g}; {ci_text} excludes 0 ({where})")
+        reasons.append(f"bad build worse at {look_text}: {t.name} p={p_reg:.2g} < {a_k:.2g} (boundary), "
+                       f"{t.rank} p={p_mwu:.2g}; {ci_text} excludes 0 ({where})")
         if claimed:
             if reg_hi < to_reg(claimed / 2):
                 reasons.append(f"smaller than claimed: at most {from_reg(reg_hi):.1f}% vs {claimed:.1f}% claimed")
@@ -342,17 +465,16 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
                 reasons.append(f"larger than claimed: at least {from_reg(reg_lo):.1f}% vs {claimed:.1f}% claimed")
     elif p_imp < a_k and p_mwu_imp <= MWU_GUARD:
         verdict = IMPROVED
-        reasons.append(f"bad build BETTER at {look_text}: Welch p={p_imp:.2g} < {a_k:.2g} (boundary), "
-                       f"Mann-Whitney p={p_mwu_imp:.2g}; {ci_text} lies on the improvement side ({where})")
+        reasons.append(f"bad build BETTER at {look_text}: {t.name} p={p_imp:.2g} < {a_k:.2g} (boundary), "
+                       f"{t.rank} p={p_mwu_imp:.2g}; {ci_text} lies on the improvement side ({where})")
     else:
-        verdict = INCONCLUSIVE
         if p_reg < a_k or p_imp < a_k:  # the t-test crossed, the rank test did not agree
             side = "worse" if p_reg < a_k else "better"
-            undecided = (f"Welch p={min(p_reg, p_imp):.2g} crosses the boundary {a_k:.2g} ({side}) but "
-                         f"Mann-Whitney p={np.nanmin([p_mwu, p_mwu_imp]):.2g} > {MWU_GUARD} disagrees (an outlier, "
+            undecided = (f"{t.name} p={min(p_reg, p_imp):.2g} crosses the boundary {a_k:.2g} ({side}) but "
+                         f"{t.rank} p={np.nanmin([p_mwu, p_mwu_imp]):.2g} > {MWU_GUARD} disagrees (an outlier, "
                          f"or too few runs for the rank test)")
         else:
-            undecided = f"no boundary crossed (Welch p={p_reg:.2g}, boundary {a_k:.2g})"
+            undecided = f"no boundary crossed ({t.name} p={p_reg:.2g}, boundary {a_k:.2g})"
         if claimed:
             rules_out = reg_hi < to_reg(claimed / 2) and not p_reg < a_k
             what = (f"rules out half of the claimed {claimed:.1f}% regression (at most "
@@ -360,162 +482,62 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
         else:
             rules_out = -design.noise_percent <= ci[0] and ci[1] <= design.noise_percent
             what = f"lies within the +-{design.noise_percent:g}% noise band"
-        if rules_out and gate:
-            verdict = NOT_REPRODUCED
-            reasons.append(f"{ci_text} {what} at {look_text}; noise gate passed ({where})")
-        elif rules_out:
-            label = "too noisy" if cv > design.max_cv_percent else "emulated machine"
-            reasons.append(f"{label}: {where} ({', '.join(gate_problems)}); the {ci_text} {what}, but "
-                           f"not-reproduced needs the noise gate to pass")
-        else:
-            if se > 0 and not last and not (p_reg < a_k or p_imp < a_k):
-                cp = _conditional_power(reg / se, n, design.max_runs, interest / se, levels[-1], df)
-            size = f"{claimed:.1f}% (claimed)" if claimed else f"{2 * design.noise_percent:g}%"
-            if cp is not None and cp < design.futility_power:
-                noisy = cv > design.max_cv_percent or reg > 0
-                reasons.append(f"{'too noisy' if noisy else 'futile'}: {where}; even {design.max_runs}+"
-                               f"{design.max_runs} runs would confirm a {size} regression with probability "
-                               f"{cp:.0%} (< {design.futility_power:.0%}); {ci_text}")
-            elif last:
-                nr = (f"half of the claimed {claimed:.1f}% regression" if claimed
-                      else f"a change beyond the +-{design.noise_percent:g}% noise band")
-                zero = "includes 0" if ci[0] <= 0 <= ci[1] else "excludes 0"
-                reasons.append(f"{undecided} after {len(g)}+{len(b)} runs (the maximum): {ci_text} {zero} "
-                               f"and does not rule out {nr}; {where}")
-            else:
-                next_runs = design.looks[k + 1] - n
-                reasons.append(f"continue: {undecided} at {look_text}; {ci_text}; {where}"
-                               + (f"; conditional power {cp:.0%}" if cp is not None else ""))
-    return Judgement(verdict, round(change, 3), (round(ci[0], 3), round(ci[1], 3)), p_reg, p_imp,
+        interest = to_reg(claimed if claimed else 2 * design.noise_percent)
+        verdict, cp, next_runs, reason = _undecided(
+            t, design, n, k, rules_out=rules_out, gate_problems=gate_problems, cv=cv, claimed=claimed,
+            interest=interest, texts={"what": what, "where": where, "ci": ci_text, "look": look_text,
+                                      "undecided": undecided, "runs": f"{len(g)}+{len(b)}"}, ci=ci)
+        reasons.append(reason)
+    return Judgement(verdict, round(_pct(t.est, log), 3), (round(ci[0], 3), round(ci[1], 3)), p_reg, p_imp,
                      p_mwu_imp if verdict == IMPROVED else p_mwu,
                      len(g), len(b), higher_is_better, float(g.mean()), float(b.mean()), float(np.median(g)),
                      float(np.median(b)), float(g.std(ddof=1)), float(b.std(ddof=1)), round(cv, 3), k + 1,
-                     list(design.looks), a_k, design.alpha, 1 - design.alpha, emulated, gate, cp, next_runs,
-                     claimed_change_percent, reasons)
+                     list(design.looks), a_k, design.alpha, 1 - design.alpha, emulated, not gate_problems, cp,
+                     next_runs, claimed_change_percent, reasons, analysis="paired" if t.paired else "welch")
+
+
+def _undecided(t: _Test, design: Design, n: int, k: int, *, rules_out: bool, gate_problems: list[str],
+               cv: float, claimed: float | None, interest: float, texts: dict[str, str],
+               ci: tuple[float, float]) -> tuple[str, float | None, int, str]:
+    """No efficacy boundary crossed: not-reproduced (the interval rules the claim out and the
+    noise gate passes), else inconclusive by futility or at the maximum, else continue.
+    Returns (verdict, conditional power, runs to add, reason)."""
+    last = k == len(design.looks) - 1
+    if rules_out and not gate_problems:
+        return NOT_REPRODUCED, None, 0, (f"{texts['ci']} {texts['what']} at {texts['look']}; noise gate passed "
+                                         f"({texts['where']})")
+    if rules_out:
+        label = "too noisy" if cv > design.max_cv_percent else "emulated machine"
+        return INCONCLUSIVE, None, 0, (f"{label}: {texts['where']} ({', '.join(gate_problems)}); the {texts['ci']} "
+                                       f"{texts['what']}, but not-reproduced needs the noise gate to pass")
+    cp = None
+    if t.se > 0 and not last and not (t.p_reg < t.a_k or t.p_imp < t.a_k):
+        cp = _conditional_power(t.reg / t.se, n, design.max_runs, interest / t.se, t.levels[-1], t.df)
+    size = f"{claimed:.1f}% (claimed)" if claimed else f"{2 * design.noise_percent:g}%"
+    if cp is not None and cp < design.futility_power:
+        noisy = cv > design.max_cv_percent or t.reg > 0
+        return INCONCLUSIVE, cp, 0, (f"{'too noisy' if noisy else 'futile'}: {texts['where']}; even "
+                                     f"{design.max_runs}+{design.max_runs} runs would confirm a {size} regression "
+                                     f"with probability {cp:.0%} (< {design.futility_power:.0%}); {texts['ci']}")
+    if last:
+        nr = (f"half of the claimed {claimed:.1f}% regression" if claimed
+              else f"a change beyond the +-{design.noise_percent:g}% noise band")
+        zero = "includes 0" if ci[0] <= 0 <= ci[1] else "excludes 0"
+        return INCONCLUSIVE, cp, 0, (f"{texts['undecided']} after {texts['runs']} runs (the maximum): {texts['ci']} "
+                                     f"{zero} and does not rule out {nr}; {texts['where']}")
+    return INCONCLUSIVE, cp, design.looks[k + 1] - n, (
+        f"continue: {texts['undecided']} at {texts['look']}; {texts['ci']}; {texts['where']}"
+        + (f"; conditional power {cp:.0%}" if cp is not None else ""))
 
 
 def judge(good, bad, *, higher_is_better: bool = True, claimed_change_percent: float | None = None,
           alpha: float = 0.01, noise_percent: float = 1.0, max_cv_percent: float = 5.0,
-          emulated: bool = False, allow_emulated: bool = False) -> Judgement:
+          emulated: bool = False, allow_emulated: bool = False, analysis: str = "welch") -> Judgement:
     """One look at all the samples (a fixed-size test: ``regtriage stats``): :func:`decide`
-    with a single-look design at n = the smaller side."""
+    with a single-look design at n = the smaller side.  Two samples of unknown run order are
+    compared with Welch's test; ``analysis="paired"`` when the i-th values ran side by side."""
     n = max(2, min(len(good), len(bad)))
     d = Design((n,), alpha=alpha, noise_percent=noise_percent, max_cv_percent=max_cv_percent,
-               allow_emulated=allow_emulated)
+               allow_emulated=allow_emulated, analysis=analysis)
     return decide(good, bad, d, higher_is_better=higher_is_better, claimed_change_percent=claimed_change_percent,
                   emulated=emulated)
-
-
-# ---------------------------------------------------------------------------------- simulation
-def simulate(design: Design, *, cv_percent: float, change_percent: float, trials: int = 2000, seed: int = 0,
-             claimed_change_percent: float | None = None, emulated: bool = False) -> dict[str, Any]:
-    """Run the scheduler's loop (:func:`decide` at each look, ``next_runs`` more per build until
-    it says stop) on normal samples with the given CV and true change (a throughput metric,
-    mean 100).  Returns the verdict rates and run counts."""
-    rng = np.random.default_rng(seed)
-    counts = {v: 0 for v in VERDICTS}
-    runs = []
-    sd = cv_percent
-    for _ in range(trials):
-        good = list(rng.normal(100.0, sd, design.looks[0]))
-        bad = list(rng.normal(100.0 * (1 + change_percent / 100), sd, design.looks[0]))
-        while True:
-            j = decide(good, bad, design, higher_is_better=True, claimed_change_percent=claimed_change_percent,
-                       emulated=emulated)
-            if j.stop:
-                break
-            good += list(rng.normal(100.0, sd, j.next_runs))
-            bad += list(rng.normal(100.0 * (1 + change_percent / 100), sd, j.next_runs))
-        counts[j.verdict] += 1
-        runs.append(min(len(good), len(bad)))
-    r = np.asarray(runs)
-    return {"trials": trials, "rates": {v: counts[v] / trials for v in VERDICTS},
-            "mean_runs": float(r.mean()), "max_runs": int(r.max()),
-            "stopped_at": {int(n): int((r == n).sum()) for n in design.looks if (r == n).any()}}
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> list[float]:
-    """95% Wilson interval of a rate k/n (the simulation's own uncertainty)."""
-    p = k / n
-    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [round(max(0.0, mid - half), 5), round(min(1.0, mid + half), 5)]
-
-
-def power(design: Design, *, cv_percent: float, change_percent: float, trials: int = 2000, seed: int = 0,
-          emulated: bool = False) -> dict[str, Any]:
-    """``regtriage lab power``: the procedure on A/A pairs (false positives: confirmed or
-    improved) and on pairs with the claimed change (power: confirmed), the claim being
-    ``change_percent`` in both."""
-    aa = simulate(design, cv_percent=cv_percent, change_percent=0.0, trials=trials, seed=seed,
-                  claimed_change_percent=change_percent, emulated=emulated)
-    ab = simulate(design, cv_percent=cv_percent, change_percent=change_percent, trials=trials, seed=seed + 1,
-                  claimed_change_percent=change_percent, emulated=emulated)
-    fp = aa["rates"][CONFIRMED] + aa["rates"][IMPROVED]
-    return {"cv_percent": cv_percent, "change_percent": change_percent, "trials": trials,
-            "looks": list(design.looks), "alpha": design.alpha, "spending": design.spending,
-            "emulated": emulated,
-            "false_positive_rate": fp, "false_positive_ci95": wilson(round(fp * trials), trials),
-            "power": ab["rates"][CONFIRMED],
-            "mean_runs": ab["mean_runs"], "max_runs": design.max_runs, "max_runs_observed": ab["max_runs"],
-            "mean_runs_aa": aa["mean_runs"], "verdicts_aa": aa["rates"], "verdicts": ab["rates"],
-            "stopped_at": ab["stopped_at"]}
-
-
-TABLE_CHANGES = (-2.0, -3.5, -5.0, -10.0)
-
-
-def lkp_rates(*, cv_percent: float, change_percent: float, runs: int, trials: int = 2000, seed: int = 0) -> dict:
-    """LKP's rules at a fixed ``runs`` per side, counted in the regression direction only:
-    false positives on A/A pairs, detections with the change.  ``false_positive_rate`` /
-    ``power``: :func:`lkp_changed` (lib/changed_stat.rb: medians outside the other side's
-    range, ratio > 1.01); ``ranges_false_positive_rate`` / ``ranges_power``:
-    :func:`ranges_disjoint` (the rule as usually stated: the means differ and the sample ranges
-    do not overlap)."""
-    out = {"runs": runs}
-    for key, change, sd in (("false_positive_rate", 0.0, seed), ("power", change_percent, seed + 1)):
-        rng = np.random.default_rng(sd)
-        hits = ranges = 0
-        for _ in range(trials):
-            good = rng.normal(100.0, cv_percent, runs)
-            bad = rng.normal(100.0 * (1 + change / 100), cv_percent, runs)
-            if lkp_changed(good, bad) and np.median(bad) < np.median(good):
-                hits += 1
-            if ranges_disjoint(good, bad) and bad.mean() < good.mean():
-                ranges += 1
-        out[key] = hits / trials
-        out[f"ranges_{key}"] = ranges / trials
-    return out
-
-
-def ranges_disjoint(good, bad) -> bool:
-    """The means differ and the two samples' min..max ranges do not overlap."""
-    g, b = _clean(good), _clean(bad)
-    return bool(g.mean() != b.mean() and (g.max() < b.min() or b.max() < g.min()))
-
-
-def power_table(design: Design, *, cv_percent: float, changes=TABLE_CHANGES, trials: int = 2000, seed: int = 0,
-                emulated: bool = False, lkp_runs: int = 10) -> list[dict[str, Any]]:
-    """:func:`power` for each change, with LKP's rule at ``lkp_runs`` per side beside it."""
-    return [{**power(design, cv_percent=cv_percent, change_percent=c, trials=trials, seed=seed, emulated=emulated),
-             "lkp": lkp_rates(cv_percent=cv_percent, change_percent=c, runs=lkp_runs, trials=trials, seed=seed)}
-            for c in changes]
-
-
-def lkp_changed(good, bad) -> bool:
-    """LKP's default change test (lib/changed_stat.rb, as documented in
-    shared/docs/lab-harnesses.md): trim n>>5 samples at each end (at most 3), take the median
-    s[n/2]; changed when each side's median lies outside the other side's min..max range and
-    the ratio of medians exceeds 1.01."""
-    def summary(x):
-        s = sorted(float(v) for v in x)
-        trim = min(len(s) >> 5, 3)
-        if trim:
-            s = s[trim:-trim]
-        return s[0], s[len(s) // 2], s[-1]
-
-    a_min, a_med, a_max = summary(bad)
-    b_min, b_med, b_max = summary(good)
-    separated = (b_min > a_med and b_med > a_max) or (a_min > b_med and a_med > b_max)
-    lo, hi = sorted((abs(a_med), abs(b_med)))
-    return separated and lo > 0 and hi / lo > 1.01

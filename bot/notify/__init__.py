@@ -2,9 +2,12 @@
 
 Pure parts (no I/O):
 
-* :mod:`bot.notify.settings` -- ``[notify]``, ``[[notify.irc]]``, ``[[notify.matrix]]``,
-  ``[[notify.route]]`` and ``[chat]`` of the config, validated; secrets are read from the
-  environment or a file only when connecting, and never kept in a printable field.
+* :mod:`bot.notify.notifiers` -- the registry of notifier kinds: built-in
+  (:mod:`bot.notify.irc_notifier`, :mod:`bot.notify.matrix_notifier`: settings, message
+  bodies, the adapter) and from the ``regtriage.notifiers`` entry points.
+* :mod:`bot.notify.settings` -- ``[notify]``, ``[[notify.<kind>]]`` (each parsed by its
+  notifier), ``[[notify.route]]`` and ``[chat]`` of the config, validated; secrets are read from
+  the environment or a file only when connecting, and never kept in a printable field.
 * :mod:`bot.notify.routing` -- event names, which targets an event on a record goes to.
 * :mod:`bot.notify.format` -- the short IRC line, the Matrix plain + HTML bodies, chat answers.
 * :mod:`bot.notify.chat` -- chat command parsing, token buckets, the admin allow-list.

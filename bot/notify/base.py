@@ -1,4 +1,5 @@
-"""What the adapters (bot.notify.irc, bot.notify.matrix) have in common.
+"""What the adapters (bot.notify.irc, bot.notify.matrix, and those of notifiers other packages
+add: bot/notify/notifiers.py) have in common.
 
 An adapter keeps one connection to one server account and offers (all async)::
 
@@ -8,7 +9,8 @@ An adapter keeps one connection to one server account and offers (all async)::
     await a.stop()
 
 ``start`` raises :class:`TransientError` if the first connection attempt fails; a started
-adapter keeps reconnecting in the background (with backoff) until ``stop``.
+adapter keeps reconnecting in the background (with backoff) until ``stop``, and
+``start(listen=True, wait=False)`` never raises: it keeps trying in the background.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class Sent:
 class Incoming:
     """A chat line that may be a command for the bot."""
 
-    network: str  # irc | matrix
+    network: str  # the notifier's name: irc, matrix, ...
     account: str
     channel: str  # IRC channel (or the sender's nick for a private message); Matrix room id
     sender: str  # IRC nick / Matrix user id (what answers address)

@@ -25,6 +25,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from bot.notify.notifiers import UnknownNotifier, get_notifier
+
 COMMANDS = ("help", "show", "rerun", "resolve")
 STATE_CHANGING = ("rerun", "resolve")
 MAX_INPUT = 400  # characters of a chat line that are read at all
@@ -86,22 +88,22 @@ def parse_command(text: str, *, prefix: str = "!regtriage", names: Iterable[str]
 
 
 # -- allow-list --------------------------------------------------------------------------------
-def _irc_fold(s: str) -> str:
+def irc_fold(s: str) -> str:
     """RFC 1459 case mapping: A-Z [ ] \\ ~ fold to a-z { } | ^."""
     return s.lower().translate(str.maketrans("[]\\~", "{}|^"))
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    out = []
-    for ch in pattern:
-        out.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
-    return re.compile("".join(out), re.S)
-
-
 def is_admin(network: str, sender: str | None, admins: Iterable[str]) -> bool:
-    """``sender``: ``nick!user@host`` on IRC, ``@user:server`` on Matrix."""
+    """``sender``: ``nick!user@host`` on IRC, ``@user:server`` on Matrix; whether an entry of
+    ``admins`` matches is the network's notifier's rule (:meth:`bot.notify.notifiers.Notifier.admin`;
+    none: no admins)."""
     if not sender:
         return False
+    try:
+        notifier = get_notifier(network)
+    except UnknownNotifier:
+        return False
+    return any(notifier.admin(sender, a.strip()) for a in admins)
     for a in admins:
         a = a.strip()
         if network == "matrix":
@@ -109,7 +111,7 @@ def is_admin(network: str, sender: str | None, admins: Iterable[str]) -> bool:
                 return True
         elif network == "irc":
             if "!" in a and "@" in a and not a.startswith("@"):
-                if _glob(_irc_fold(a)).fullmatch(_irc_fold(sender)):
+                if _glob(irc_fold(a)).fullmatch(irc_fold(sender)):
                     return True
     return False
 

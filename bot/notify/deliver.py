@@ -1,4 +1,5 @@
-"""Delivering the notification outbox (bot/notify/outbox.py) to IRC and Matrix.
+"""Delivering the notification outbox (bot/notify/outbox.py) through the adapters of its notifiers
+(IRC, Matrix, and any a package adds: bot/notify/notifiers.py).
 
 :class:`Deliverer` (async; a long-running service keeps one, with its adapters connected) and
 :func:`deliver_pending` (one synchronous pass, for the CLI): due rows in id order, each claimed
@@ -27,6 +28,8 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from bot.notify.base import DeliveryError, OutMessage, PermanentError, TransientError, describe
+from bot.notify.format import test_when
+from bot.notify.notifiers import get_notifier, make_adapter
 from bot.notify.routing import txn_id
 from bot.notify.settings import NotifySettings, settings_from
 from storage import notifications as db
@@ -43,14 +46,9 @@ def timed_out(doing: str, adapter) -> str:
     return f"timed out {doing}: {cause}" if cause else f"timed out {doing} (no answer from the server)"
 
 
-def make_adapter(account):
-    if account.kind == "irc":
-        from bot.notify.irc import IrcAdapter
-
-        return IrcAdapter(account)
-    from bot.notify.matrix import MatrixAdapter
-
-    return MatrixAdapter(account)
+def message(payload: dict[str, Any], **kw) -> OutMessage:
+    """The message of a stored payload (a notifier's ``payload()``: text, optional HTML)."""
+    return OutMessage(text=payload.get("text") or "", html=payload.get("html"), **kw)
 
 
 class Deliverer:
@@ -115,8 +113,8 @@ class Deliverer:
 
     def _thread(self, row: Notification) -> tuple[str | None, str | None]:
         """(root event, latest event) of the sent rows about the same record in the same room
-        (Matrix threads; IRC has none)."""
-        if row.target_kind != "matrix":
+        (for a notifier that threads follow-ups, as Matrix does; IRC has no threads)."""
+        if not get_notifier(row.target_kind).threads:
             return None, None
         return db.sent_thread(self.store, row)
 
@@ -190,9 +188,7 @@ class Deliverer:
         Returns (whether it was sent, the error when the connection is down since)."""
         spec = self.s.resolve_target(row.target)
         root, last = self._thread(row)
-        payload = row.payload or {}
-        msg = OutMessage(text=payload.get("text") or "", html=payload.get("html"), txn_id=txn_id(row.key),
-                         thread_root=root, reply_to=last)
+        msg = message(row.payload or {}, txn_id=txn_id(row.key), thread_root=root, reply_to=last)
         try:
             sent = await asyncio.wait_for(adapter.send(spec.dest, msg), self.s.send_timeout)
         except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
@@ -226,8 +222,6 @@ async def send_test(settings: NotifySettings, *, adapter_factory: Callable[[Any]
                     now: datetime | None = None) -> list[dict[str, Any]]:
     """One test message to every configured target, directly (not through the outbox).
     Returns ``[{"target", "ok", "error"}]``."""
-    from bot.notify.format import irc_test_line, matrix_test_bodies, test_when
-
     when = test_when(now or utcnow())
     results: list[dict[str, Any]] = []
 
@@ -242,11 +236,7 @@ async def send_test(settings: NotifySettings, *, adapter_factory: Callable[[Any]
                 err = timed_out("connecting", a) if isinstance(exc, asyncio.TimeoutError) else describe(exc)
                 return [{"target": t.name, "ok": False, "error": err} for t in specs]
             for t in specs:
-                if t.kind == "irc":
-                    msg = OutMessage(text=irc_test_line(t.name, when))
-                else:
-                    plain, html = matrix_test_bodies(t.name, when)
-                    msg = OutMessage(text=plain, html=html)
+                msg = message(get_notifier(t.kind).test_payload(t.name, when))
                 try:
                     await asyncio.wait_for(a.send(t.dest, msg), settings.send_timeout)
                     out.append({"target": t.name, "ok": True, "error": None})

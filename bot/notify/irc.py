@@ -24,15 +24,18 @@ import asyncio
 import logging
 import random
 import secrets as _secrets
+from typing import TYPE_CHECKING
 
 import pydle
 from pydle.features.ircv3.sasl import SASLSupport
 
 from bot.notify.base import (CommandCallback, Incoming, OutMessage, PermanentError, Sent, TransientError, describe,
                              log, scrub)
-from bot.notify.chat import TokenBucket, _irc_fold
+from bot.notify.chat import TokenBucket, irc_fold
 from bot.notify.format import IRC_MAX_BYTES, cut
-from bot.notify.settings import IrcSettings
+
+if TYPE_CHECKING:  # the notifier module builds this adapter
+    from bot.notify.irc_notifier import IrcSettings
 
 ilog = logging.getLogger("regtriage.notify.irc")
 
@@ -311,7 +314,7 @@ class IrcAdapter:
             if self._task is None:
                 await self.start(wait=False)
             await self.wait_ready(self.s.connect_timeout)
-        folded = _irc_fold(dest)
+        folded = irc_fold(dest)
         if folded not in self._joined:
             await self._join(dest)
         lines = [cut(x, IRC_MAX_BYTES) for x in message.text.replace("\r", "").split("\n") if x.strip()]
@@ -423,7 +426,7 @@ class IrcAdapter:
         client = client or self._client
         if client is None or not client.connected:
             raise TransientError("not connected")
-        folded = _irc_fold(chan)
+        folded = irc_fold(chan)
         if folded in self._joined:
             return
         self._join_errors.pop(folded, None)
@@ -475,19 +478,19 @@ class IrcAdapter:
                 fut.set_result(True)
 
     def _on_joined(self, channel: str) -> None:
-        folded = _irc_fold(channel)
+        folded = irc_fold(channel)
         self._joined[folded] = channel
         fut = self._join_waiters.get(folded)
         if fut is not None and not fut.done():
             fut.set_result(True)
 
     def _on_left(self, channel: str) -> None:
-        self._joined.pop(_irc_fold(channel), None)
+        self._joined.pop(irc_fold(channel), None)
 
     def _on_error_numeric(self, cmd: str, params: list[str]) -> None:
         chan = params[1] if len(params) > 1 else ""
         text = f"{cmd} {' '.join(params[1:])}".strip()
-        folded = _irc_fold(chan)
+        folded = irc_fold(chan)
         fut = self._join_waiters.get(folded)
         if cmd in JOIN_ERRORS and fut is not None and not fut.done():
             err = PermanentError if cmd in PERMANENT_NUMERICS else TransientError
@@ -556,8 +559,8 @@ class IrcAdapter:
                     raise TransientError("no PONG from the server after sending") from None
             finally:
                 self._pongs.pop(token, None)
-            folded = _irc_fold(dest)
-            errors = [(c, p) for c, p in self._send_errors[mark:] if len(p) > 1 and _irc_fold(p[1]) == folded]
+            folded = irc_fold(dest)
+            errors = [(c, p) for c, p in self._send_errors[mark:] if len(p) > 1 and irc_fold(p[1]) == folded]
             del self._send_errors[:]
             if errors:
                 cmd, params = errors[0]
@@ -568,8 +571,4 @@ class IrcAdapter:
                 raise TransientError(f"server refused the message: {text}")
 
 
-def make_adapter(settings: IrcSettings) -> IrcAdapter:
-    return IrcAdapter(settings)
-
-
-__all__ = ["IrcAdapter", "make_adapter"]
+__all__ = ["IrcAdapter"]

@@ -24,12 +24,14 @@ import json
 import logging
 import random
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.notify.base import (CommandCallback, Incoming, OutMessage, PermanentError, Sent, TransientError, describe,
                              log, scrub)
 from bot.notify.format import lines_to_matrix
-from bot.notify.settings import MatrixSettings
+
+if TYPE_CHECKING:  # the notifier module builds this adapter
+    from bot.notify.matrix_notifier import MatrixSettings
 
 mlog = logging.getLogger("regtriage.notify.matrix")
 
@@ -400,8 +402,4 @@ class MatrixAdapter:
                 await self.say(inc.channel, lines)
 
 
-def make_adapter(settings: MatrixSettings) -> MatrixAdapter:
-    return MatrixAdapter(settings)
-
-
-__all__ = ["MatrixAdapter", "make_adapter"]
+__all__ = ["MatrixAdapter"]

@@ -12,7 +12,7 @@ goes in.
    start at the beginning of the history, so the two paths announce the same things.
 3. :func:`list_notifications` -- the rows as ``notify --list`` shows them.
 
-Delivery (the rows -> IRC and Matrix, exactly once) is bot/notify/deliver.py; the queries are
+Delivery (the rows -> IRC, Matrix or another notifier, exactly once) is bot/notify/deliver.py; the queries are
 storage/notifications.py.
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.notify.notifiers import get_notifier
 from bot.notify.routing import idempotency_key, normalize_event, route_event
 from bot.notify.settings import NotifySettings, TargetSpec, settings_from
 from storage import notifications as db
@@ -32,12 +33,8 @@ RESCAN = 200  # history rows re-read below the cursor (rows committed out of id 
 
 
 def render_payload(spec: TargetSpec, event: str, e: dict[str, Any], settings: NotifySettings) -> dict[str, Any]:
-    from bot.notify.format import irc_line, matrix_bodies
-
-    if spec.kind == "irc":
-        return {"text": irc_line(event, e, settings.base_url)}
-    plain, html = matrix_bodies(event, e, settings.base_url)
-    return {"text": plain, "html": html}
+    """What is stored for ``event`` on record ``e`` to target ``spec``: its notifier's payload."""
+    return get_notifier(spec.kind).payload(event, e, settings.base_url)
 
 
 # -- enqueue ---------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Callable, Protocol
 from bot.notify.base import Incoming
 from bot.notify.chat import Command, RateLimiter, is_admin, parse_command
 from bot.notify.format import cut, help_answer, one_line, query_answer, show_answer
+from bot.notify.notifiers import UnknownNotifier, get_notifier
 from bot.notify.settings import NotifySettings
 
 log = logging.getLogger("regtriage.notify.chat")
@@ -54,17 +55,15 @@ class TrackerActions:
 
 
 def rate_key(network: str, sender_id: str | None) -> str:
-    """What a user's rate limit is keyed by: something a nick change cannot rotate.  Matrix: the
+    """What a user's rate limit is keyed by: something a nick change cannot rotate (the
+    network's notifier says what: :meth:`bot.notify.notifiers.Notifier.rate_key`).  Matrix: the
     user id.  IRC: ``user@host`` of the hostmask; when the ident is unverified (``~user``, which
     the client chooses freely) only the host."""
     sid = (sender_id or "").strip()
-    if network != "irc":
+    try:
+        return get_notifier(network).rate_key(sid)
+    except UnknownNotifier:
         return sid
-    _, bang, userhost = sid.partition("!")
-    if not bang or "@" not in userhost:
-        return sid.lower()
-    user, _, host = userhost.rpartition("@")
-    return host.lower() if user.startswith("~") or not user else f"{user}@{host}".lower()
 
 
 class ChatResponder:

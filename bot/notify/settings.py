@@ -56,6 +56,10 @@ channel_burst = 6
 base_url = "https://regtriage.example.org"   # links in messages and answers
 ```
 
+Each ``[[notify.<kind>]]`` table is parsed by the notifier of that kind (bot/notify/notifiers.py:
+irc and matrix built in, others from the ``regtriage.notifiers`` entry points), with the helpers
+here (:func:`get_value`, :func:`str_list`, :func:`secret`, :func:`positive`).
+
 Secrets (passwords, access tokens) only come from the environment or a file (not readable by
 everyone); a secret written into the config file itself is an error.  :class:`Secret` only
 says where the secret is; its ``repr`` never shows a value.
@@ -72,6 +76,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from bot.config import ConfigError
+from bot.notify.notifiers import BUILTIN, ENTRY_POINT_GROUP, UnknownNotifier, get_notifier
 from bot.notify.routing import EVENTS, Route, normalize_event, normalize_route_subsystem
 
 SECRET_KEYS = ("password", "access_token", "sasl_password", "nickserv_password", "token")
@@ -111,60 +116,11 @@ class Secret:
         return f"Secret(env={self.env!r}, file={self.file!r})"
 
 
-@dataclass
-class IrcSettings:
-    name: str
-    server: str
-    port: int
-    tls: bool
-    tls_verify: bool
-    nick: str
-    username: str
-    realname: str
-    channels: list[str]
-    sasl_username: str | None = None
-    sasl_password: Secret | None = None
-    nickserv_password: Secret | None = None
-    server_password: Secret | None = None
-    flood_burst: float = 4
-    flood_rate: float = 0.5
-    connect_timeout: float = 20
-    reconnect_min: float = 2
-    reconnect_max: float = 300
-    notice: bool = False
-    tls_ca_file: str | None = None
-    alt_nicks: list[str] = field(default_factory=list)
-    kind: str = "irc"
-
-    @property
-    def dests(self) -> list[str]:
-        return self.channels
-
-
-@dataclass
-class MatrixSettings:
-    name: str
-    homeserver: str
-    user_id: str
-    rooms: list[str]
-    device_id: str = "REGTRIAGE"
-    access_token: Secret | None = None
-    password: Secret | None = None
-    threads: str = "auto"  # "auto" | "on" | "off"
-    msgtype: str = "m.notice"
-    request_timeout: float = 20
-    kind: str = "matrix"
-
-    @property
-    def dests(self) -> list[str]:
-        return self.rooms
-
-
 @dataclass(frozen=True)
 class TargetSpec:
     """One place messages go: an IRC channel on a server, a Matrix room on an account."""
 
-    kind: str  # irc | matrix
+    kind: str  # the notifier: irc, matrix, ...
     account: str  # the settings' name
     dest: str  # "#chan" or "#alias:server" / "!id:server"
     name: str  # canonical target name, as stored in the outbox
@@ -185,8 +141,7 @@ class ChatSettings:
 
 @dataclass
 class NotifySettings:
-    irc: list[IrcSettings] = field(default_factory=list)
-    matrix: list[MatrixSettings] = field(default_factory=list)
+    connections: list[Any] = field(default_factory=list)  # [[notify.<kind>]], by notifier (bot/notify/notifiers.py)
     routes: list[Route] = field(default_factory=list)
     chat: ChatSettings = field(default_factory=ChatSettings)
     base_url: str | None = None
@@ -200,10 +155,23 @@ class NotifySettings:
     _targets: dict[str, TargetSpec] = field(default_factory=dict, repr=False)
 
     # -- targets --------------------------------------------------------------------------
-    def accounts(self) -> list[IrcSettings | MatrixSettings]:
-        return [*self.irc, *self.matrix]
+    def accounts(self) -> list[Any]:
+        """Every configured connection: the built-in notifiers' first (irc, matrix), each in
+        config order."""
+        return list(self.connections)
 
-    def account(self, kind: str, name: str) -> IrcSettings | MatrixSettings:
+    def of_kind(self, kind: str) -> list[Any]:
+        return [a for a in self.connections if a.kind == kind]
+
+    @property
+    def irc(self) -> list[Any]:
+        return self.of_kind("irc")
+
+    @property
+    def matrix(self) -> list[Any]:
+        return self.of_kind("matrix")
+
+    def account(self, kind: str, name: str) -> Any:
         for a in self.accounts():
             if a.kind == kind and a.name == name:
                 return a
@@ -238,7 +206,7 @@ class NotifySettings:
 
 
 # -- parsing --------------------------------------------------------------------------------
-def _get(table: dict[str, Any], key: str, kind, default, where: str):
+def get_value(table: dict[str, Any], key: str, kind, default, where: str):
     value = table.get(key, default)
     if value is None:
         return None
@@ -251,7 +219,7 @@ def _get(table: dict[str, Any], key: str, kind, default, where: str):
     return value
 
 
-def _str_list(table: dict[str, Any], key: str, where: str, *, required: bool = False) -> list[str]:
+def str_list(table: dict[str, Any], key: str, where: str, *, required: bool = False) -> list[str]:
     value = table.get(key)
     if value is None:
         if required:
@@ -264,116 +232,25 @@ def _str_list(table: dict[str, Any], key: str, where: str, *, required: bool = F
     return [v.strip() for v in value]
 
 
-def _secret(table: dict[str, Any], base: str, where: str, what: str) -> Secret | None:
-    env = _get(table, f"{base}_env", str, None, where)
-    path = _get(table, f"{base}_file", str, None, where)
+def secret(table: dict[str, Any], base: str, where: str, what: str) -> Secret | None:
+    env = get_value(table, f"{base}_env", str, None, where)
+    path = get_value(table, f"{base}_file", str, None, where)
     if env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", env):
         raise ConfigError(f"{where}: {base}_env must name an environment variable")
     return Secret(env or None, path or None, f"{where} {what}") if (env or path) else None
 
 
-def _refuse_inline_secrets(table: dict[str, Any], where: str) -> None:
+def refuse_inline_secrets(table: dict[str, Any], where: str) -> None:
     for key in SECRET_KEYS:
         if key in table:
             raise ConfigError(f"{where}: do not put {key} in the config file; use {key}_env (an "
                               f"environment variable) or {key}_file")
 
 
-def _positive(value, key: str, where: str, *, zero: bool = False):
+def positive(value, key: str, where: str, *, zero: bool = False):
     if value is None or value < 0 or (value == 0 and not zero):
         raise ConfigError(f"{where}: {key} must be {'>= 0' if zero else '> 0'}")
     return value
-
-
-_CHANNEL = re.compile(r"[#&+!][^\s,\x07\x00-\x1f]{1,199}")
-_NICK = re.compile(r"[A-Za-z\[\]\\`_^{|}][A-Za-z0-9\[\]\\`_^{|}-]{0,29}")
-_ROOM = re.compile(r"[#!][^\s:]+:[A-Za-z0-9.\-\[\]:]+")
-_USER_ID = re.compile(r"@[a-z0-9._=\-/+]+:[A-Za-z0-9.\-\[\]:]+", re.I)
-
-
-def _parse_irc(t: dict[str, Any], i: int) -> IrcSettings:
-    where = f"[[notify.irc]] #{i + 1}"
-    if not isinstance(t, dict):
-        raise ConfigError(f"{where} must be a table")
-    _refuse_inline_secrets(t, where)
-    server = _get(t, "server", str, None, where)
-    if not server or not re.fullmatch(r"[A-Za-z0-9.\-:\[\]]+", server):
-        raise ConfigError(f"{where}: server must be a host name")
-    tls = _get(t, "tls", bool, True, where)
-    port = _get(t, "port", int, 6697 if tls else 6667, where)
-    if not 0 < port < 65536:
-        raise ConfigError(f"{where}: port out of range")
-    nick = _get(t, "nick", str, "regtriage", where)
-    if not _NICK.fullmatch(nick):
-        raise ConfigError(f"{where}: nick {nick!r} is not a valid IRC nick")
-    alt_nicks = _str_list(t, "alt_nicks", where) if "alt_nicks" in t else []
-    for n in alt_nicks:
-        if not _NICK.fullmatch(n):
-            raise ConfigError(f"{where}: alt_nicks: {n!r} is not a valid IRC nick")
-    channels = _str_list(t, "channels", where, required=True)
-    for c in channels:
-        if not _CHANNEL.fullmatch(c):
-            raise ConfigError(f"{where}: {c!r} is not an IRC channel name")
-    name = _get(t, "name", str, server, where)
-    s = IrcSettings(
-        name=name, server=server, port=port, tls=tls, tls_verify=_get(t, "tls_verify", bool, True, where),
-        nick=nick, username=_get(t, "username", str, nick.lower(), where),
-        realname=_get(t, "realname", str, "regtriage regression bot", where), channels=channels,
-        sasl_username=_get(t, "sasl_username", str, None, where),
-        sasl_password=_secret(t, "sasl_password", where, "SASL password"),
-        nickserv_password=_secret(t, "nickserv_password", where, "NickServ password"),
-        server_password=_secret(t, "password", where, "server password"),
-        flood_burst=_positive(_get(t, "flood_burst", float, 4.0, where), "flood_burst", where),
-        flood_rate=_positive(_get(t, "flood_rate", float, 0.5, where), "flood_rate", where),
-        connect_timeout=_positive(_get(t, "connect_timeout", float, 20.0, where), "connect_timeout", where),
-        reconnect_min=_positive(_get(t, "reconnect_min", float, 2.0, where), "reconnect_min", where),
-        reconnect_max=_positive(_get(t, "reconnect_max", float, 300.0, where), "reconnect_max", where),
-        notice=_get(t, "notice", bool, False, where), tls_ca_file=_get(t, "tls_ca_file", str, None, where),
-        alt_nicks=alt_nicks)
-    if s.sasl_password and not s.sasl_username:
-        s.sasl_username = nick
-    if s.sasl_username and not s.sasl_password:
-        raise ConfigError(f"{where}: sasl_username needs sasl_password_env or sasl_password_file")
-    return s
-
-
-def _parse_matrix(t: dict[str, Any], i: int) -> MatrixSettings:
-    where = f"[[notify.matrix]] #{i + 1}"
-    if not isinstance(t, dict):
-        raise ConfigError(f"{where} must be a table")
-    _refuse_inline_secrets(t, where)
-    hs = _get(t, "homeserver", str, None, where)
-    if not hs or urlparse(hs).scheme not in ("http", "https") or not urlparse(hs).netloc:
-        raise ConfigError(f"{where}: homeserver must be an http(s) URL")
-    user_id = _get(t, "user_id", str, None, where)
-    if not user_id or not _USER_ID.fullmatch(user_id):
-        raise ConfigError(f"{where}: user_id must look like @name:server")
-    rooms = _str_list(t, "rooms", where, required=True)
-    for r in rooms:
-        if not _ROOM.fullmatch(r):
-            raise ConfigError(f"{where}: {r!r} is not a room alias (#name:server) or id (!id:server)")
-    token = _secret(t, "access_token", where, "access token")
-    password = _secret(t, "password", where, "password")
-    if not token and not password:
-        raise ConfigError(f"{where}: needs access_token_env/access_token_file or password_env/password_file")
-    threads = t.get("threads", "auto")
-    if threads is True:
-        threads = "on"
-    elif threads is False:
-        threads = "off"
-    if threads not in ("auto", "on", "off"):
-        raise ConfigError(f"{where}: threads must be true, false or \"auto\"")
-    msgtype = _get(t, "msgtype", str, "m.notice", where)
-    if msgtype not in ("m.notice", "m.text"):
-        raise ConfigError(f"{where}: msgtype must be m.notice or m.text")
-    device_id = _get(t, "device_id", str, "REGTRIAGE", where)
-    if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,64}", device_id):
-        raise ConfigError(f"{where}: device_id must be letters, digits, _ . -")
-    return MatrixSettings(name=_get(t, "name", str, user_id, where), homeserver=hs.rstrip("/"), user_id=user_id,
-                          rooms=rooms, device_id=device_id, access_token=token, password=password,
-                          threads=threads, msgtype=msgtype,
-                          request_timeout=_positive(_get(t, "request_timeout", float, 20.0, where),
-                                                    "request_timeout", where))
 
 
 def _parse_route(t: dict[str, Any], i: int) -> Route:
@@ -383,16 +260,16 @@ def _parse_route(t: dict[str, Any], i: int) -> Route:
     unknown = set(t) - {"events", "event", "subsystem", "subsystems", "kind", "kinds", "targets", "target"}
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-    events = _str_list(t, "events", where) + _str_list(t, "event", where)
+    events = str_list(t, "events", where) + str_list(t, "event", where)
     norm_events: tuple[str, ...] | None = None
     if events and "*" not in events:
         try:
             norm_events = tuple(dict.fromkeys(normalize_event(e) for e in events))
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-    subs = _str_list(t, "subsystem", where) + _str_list(t, "subsystems", where)
+    subs = str_list(t, "subsystem", where) + str_list(t, "subsystems", where)
     subsystems = tuple(dict.fromkeys(normalize_route_subsystem(s) for s in subs)) if subs and "*" not in subs else None
-    kinds = _str_list(t, "kind", where) + _str_list(t, "kinds", where)
+    kinds = str_list(t, "kind", where) + str_list(t, "kinds", where)
     from bot.tracker.query import KIND_WORDS, KINDS
 
     norm_kinds = None
@@ -404,7 +281,7 @@ def _parse_route(t: dict[str, Any], i: int) -> Route:
                 raise ConfigError(f"{where}: unknown kind {k!r} (one of {', '.join(KINDS)})")
             nk.append(v)
         norm_kinds = tuple(dict.fromkeys(nk))
-    targets = _str_list(t, "targets", where) + _str_list(t, "target", where)
+    targets = str_list(t, "targets", where) + str_list(t, "target", where)
     if not targets:
         raise ConfigError(f"{where}: targets is required")
     return Route(events=norm_events, subsystems=subsystems, kinds=norm_kinds, targets=tuple(targets))
@@ -416,6 +293,71 @@ def _url(value: Any, where: str) -> str | None:
     if not isinstance(value, str) or not re.match(r"https?://\S+$", value):
         raise ConfigError(f"{where} must be an http(s) URL")
     return value.rstrip("/")
+
+
+def _parse_connections(notify: dict[str, Any]) -> list[Any]:
+    """The ``[[notify.<kind>]]`` tables, each parsed by its notifier: the built-in kinds first
+    (in their order), then the others in config order.  A table no notifier is known for
+    (a typo, a plug-in not installed) is an error rather than silently never used."""
+    tables = [k for k, v in notify.items() if k != "route" and (isinstance(v, (list, dict)) or k in BUILTIN)]
+    out: list[Any] = []
+    for kind in [k for k in BUILTIN if k in tables] + [k for k in tables if k not in BUILTIN]:
+        try:
+            notifier = get_notifier(kind)
+        except UnknownNotifier as exc:
+            raise ConfigError(f"[[notify.{kind}]]: {exc}; a notifier another package provides must be "
+                              f"installed (entry point group {ENTRY_POINT_GROUP})") from None
+        items = notify[kind]
+        if isinstance(items, dict):
+            items = [items]
+        if not isinstance(items, list):
+            raise ConfigError(f"[[notify.{kind}]] must be an array of tables")
+        for i, t in enumerate(items):
+            where = f"[[notify.{kind}]] #{i + 1}"
+            if not isinstance(t, dict):
+                raise ConfigError(f"{where} must be a table")
+            out.append(notifier.parse(t, where))
+    return out
+
+
+def _parse_routes(routes: Any, s: NotifySettings) -> list[Route]:
+    """The ``[[notify.route]]`` tables, their targets resolved to canonical names."""
+    if isinstance(routes, dict):
+        routes = [routes]
+    if not isinstance(routes, list):
+        raise ConfigError("[[notify.route]] must be an array of tables")
+    out = []
+    for i, t in enumerate(routes):
+        r = _parse_route(t, i)
+        resolved = []
+        for name in r.targets:
+            try:
+                resolved.append(s.resolve_target(name).name)
+            except ConfigError as exc:
+                raise ConfigError(f"[[notify.route]] #{i + 1}: {exc}") from None
+        r.targets = tuple(dict.fromkeys(resolved))
+        out.append(r)
+    return out
+
+
+def _parse_chat(chat: Any) -> ChatSettings:
+    """``[chat]``: who may change records from chat, how the bot is addressed, rate limits."""
+    if not isinstance(chat, dict):
+        raise ConfigError("[chat] must be a table")
+    where = "[chat]"
+    admins = str_list(chat, "admins", where)
+    prefix = get_value(chat, "prefix", str, "!regtriage", where)
+    if not prefix.strip() or re.search(r"\s", prefix):
+        raise ConfigError("[chat] prefix must be one word")
+    return ChatSettings(
+        enabled=get_value(chat, "enabled", bool, True, where), prefix=prefix, admins=admins,
+        max_lines=int(positive(get_value(chat, "max_lines", int, 5, where), "max_lines", where)),
+        max_line_length=max(80, int(positive(get_value(chat, "max_line_length", int, 350, where), "max_line_length",
+                                              where))),
+        user_rate=positive(get_value(chat, "user_rate", float, 0.2, where), "user_rate", where),
+        user_burst=positive(get_value(chat, "user_burst", float, 3.0, where), "user_burst", where),
+        channel_rate=positive(get_value(chat, "channel_rate", float, 0.5, where), "channel_rate", where),
+        channel_burst=positive(get_value(chat, "channel_burst", float, 6.0, where), "channel_burst", where))
 
 
 def load_settings(config) -> NotifySettings:
@@ -435,60 +377,23 @@ def load_settings(config) -> NotifySettings:
     where = "[notify]"
     s = NotifySettings(
         base_url=_url(web.get("base_url"), "[web] base_url"),
-        retry_base=_positive(_get(notify, "retry_base", float, 30.0, where), "retry_base", where),
-        retry_max=_positive(_get(notify, "retry_max", float, 3600.0, where), "retry_max", where),
-        max_attempts=_positive(_get(notify, "max_attempts", int, 200, where), "max_attempts", where),
-        max_age_hours=_positive(_get(notify, "max_age_hours", float, 72.0, where), "max_age_hours", where),
-        lease=_positive(_get(notify, "lease", float, 120.0, where), "lease", where),
-        send_timeout=_positive(_get(notify, "send_timeout", float, 20.0, where), "send_timeout", where),
-        watch_tracker=_get(notify, "watch_tracker", bool, True, where),
+        retry_base=positive(get_value(notify, "retry_base", float, 30.0, where), "retry_base", where),
+        retry_max=positive(get_value(notify, "retry_max", float, 3600.0, where), "retry_max", where),
+        max_attempts=positive(get_value(notify, "max_attempts", int, 200, where), "max_attempts", where),
+        max_age_hours=positive(get_value(notify, "max_age_hours", float, 72.0, where), "max_age_hours", where),
+        lease=positive(get_value(notify, "lease", float, 120.0, where), "lease", where),
+        send_timeout=positive(get_value(notify, "send_timeout", float, 20.0, where), "send_timeout", where),
+        watch_tracker=get_value(notify, "watch_tracker", bool, True, where),
     )
-    for key, parse, into in (("irc", _parse_irc, s.irc), ("matrix", _parse_matrix, s.matrix)):
-        items = notify.get(key, [])
-        if isinstance(items, dict):
-            items = [items]
-        if not isinstance(items, list):
-            raise ConfigError(f"[[notify.{key}]] must be an array of tables")
-        for i, t in enumerate(items):
-            into.append(parse(t, i))
+    s.connections = _parse_connections(notify)
     names = [(a.kind, a.name) for a in s.accounts()]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise ConfigError("two [[notify.*]] connections share the name " + ", ".join(f"{k}:{n}" for k, n in sorted(dup))
                           + "; give them distinct name = \"...\"")
     s._index_targets()
-    routes = notify.get("route", [])
-    if isinstance(routes, dict):
-        routes = [routes]
-    if not isinstance(routes, list):
-        raise ConfigError("[[notify.route]] must be an array of tables")
-    for i, t in enumerate(routes):
-        r = _parse_route(t, i)
-        resolved = []
-        for name in r.targets:
-            try:
-                resolved.append(s.resolve_target(name).name)
-            except ConfigError as exc:
-                raise ConfigError(f"[[notify.route]] #{i + 1}: {exc}") from None
-        r.targets = tuple(dict.fromkeys(resolved))
-        s.routes.append(r)
-    # [chat]
-    if not isinstance(chat, dict):
-        raise ConfigError("[chat] must be a table")
-    where = "[chat]"
-    admins = _str_list(chat, "admins", where)
-    prefix = _get(chat, "prefix", str, "!regtriage", where)
-    if not prefix.strip() or re.search(r"\s", prefix):
-        raise ConfigError("[chat] prefix must be one word")
-    s.chat = ChatSettings(
-        enabled=_get(chat, "enabled", bool, True, where), prefix=prefix, admins=admins,
-        max_lines=int(_positive(_get(chat, "max_lines", int, 5, where), "max_lines", where)),
-        max_line_length=max(80, int(_positive(_get(chat, "max_line_length", int, 350, where), "max_line_length",
-                                              where))),
-        user_rate=_positive(_get(chat, "user_rate", float, 0.2, where), "user_rate", where),
-        user_burst=_positive(_get(chat, "user_burst", float, 3.0, where), "user_burst", where),
-        channel_rate=_positive(_get(chat, "channel_rate", float, 0.5, where), "channel_rate", where),
-        channel_burst=_positive(_get(chat, "channel_burst", float, 6.0, where), "channel_burst", where))
+    s.routes = _parse_routes(notify.get("route", []), s)
+    s.chat = _parse_chat(chat)
     return s
 
 
@@ -502,5 +407,5 @@ def settings_from(config, settings: NotifySettings | None = None) -> NotifySetti
     return load_settings(config)
 
 
-__all__ = ["EVENTS", "ChatSettings", "IrcSettings", "MatrixSettings", "NotifySettings", "Route", "Secret",
-           "TargetSpec", "load_settings"]
+__all__ = ["EVENTS", "ChatSettings", "NotifySettings", "Route", "Secret", "TargetSpec", "get_value", "load_settings",
+           "positive", "refuse_inline_secrets", "secret", "str_list"]

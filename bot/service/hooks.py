@@ -23,6 +23,17 @@ import asyncio
 import logging
 from typing import Any
 
+from bot.lab.inventory import lab_section
+from bot.lab.scheduler import Scheduler
+from bot.lab.scheduling import auto_schedule, schedule_rerun
+from bot.lab.settings import default_owner, sched_settings, SchedulerError
+from bot.notify.outbox import announce
+from bot.notify.responder import TrackerActions
+from bot.notify.settings import load_settings
+from bot.reply.compose import EVENT_KINDS, ReplyError
+from bot.reply.run import run_reply
+from bot.reply.settings import MailSettings
+from bot.service.notify import NotifyService
 from bot.tracker.events import is_backfill
 
 log = logging.getLogger("regtriage.service")
@@ -58,8 +69,6 @@ REPLY_MODES = {"off": None, "draft": "dry-run", "send": "send"}
 def reply_policy(config) -> tuple[str | None, tuple[str, ...]]:
     """``[service] replies`` (off | draft | send, default off) and ``[service] reply_on`` (the
     statuses that get a reply, default confirmed and not-reproduced) -> (run_reply mode, statuses)."""
-    from bot.reply.compose import EVENT_KINDS
-
     settings = config.section("service") if config is not None else {}
     mode = settings.get("replies", "off")
     if mode not in REPLY_MODES:
@@ -83,10 +92,6 @@ def _install_replies(service) -> None:
     if mode is None:
         return
     max_age = max_age_hours(service.config.section("service"), "reply_max_age_hours", "service")
-    from bot.reply.compose import ReplyError
-    from bot.reply.run import run_reply
-    from bot.reply.settings import MailSettings
-
     MailSettings.from_config(service.config)  # a broken [mail] stops the start, with its reason
     def reply(event) -> None:
         if event.status not in statuses or is_backfill(service.store, event, max_age):
@@ -110,17 +115,12 @@ def _install_replies(service) -> None:
 
 # -- lab -------------------------------------------------------------------------------------------
 def _lab_configured(config) -> bool:
-    from bot.lab.inventory import lab_section
-
     return bool(lab_section(config).get("machines")) if config is not None else False
 
 
 def _install_lab(service, steps):
     if not _lab_configured(service.config):
         return None
-    from bot.lab.inventory import lab_section
-    from bot.lab.scheduler import Scheduler, auto_schedule, default_owner, sched_settings
-
     interval = float(sched_settings(service.config)["poll_interval_s"]) or service.tick
     scheduler = Scheduler(service.store, service.config, owner=default_owner(),
                           log=lambda msg: log.info("lab", extra={"detail": msg}))
@@ -146,8 +146,6 @@ class LabActions:
     lab scheduler (a real job when a lab is configured; otherwise the request is only recorded)."""
 
     def __init__(self, store, config, lab: bool) -> None:
-        from bot.notify.responder import TrackerActions
-
         self.store, self.config, self.lab = store, config, lab
         self.tracker = TrackerActions(store)
 
@@ -157,8 +155,6 @@ class LabActions:
     def rerun(self, rid: int, actor: str) -> bool:
         if not self.lab:
             return self.tracker.rerun(rid, actor)
-        from bot.lab.scheduler import SchedulerError, schedule_rerun
-
         try:
             schedule_rerun(self.store, self.config, rid, requested_by=f"chat {actor}")
         except SchedulerError as exc:
@@ -169,14 +165,9 @@ class LabActions:
 
 # -- notifications -----------------------------------------------------------------------------------
 def _install_notify(service, steps, scheduler) -> None:
-    from bot.notify.settings import load_settings
-
     settings = load_settings(service.config)
     if not settings.accounts():
         return
-    from bot.notify.outbox import announce
-    from bot.service.notify import NotifyService
-
     notify = NotifyService(service.store, settings,
                            actions=LabActions(service.store, service.config, scheduler is not None))
     def enqueue(event) -> None:

@@ -20,7 +20,8 @@ import logging
 from typing import Any
 
 from bot.notify.base import DeliveryError
-from bot.notify.deliver import Deliverer, make_adapter
+from bot.notify.deliver import Deliverer
+from bot.notify.notifiers import make_adapter
 from bot.notify.outbox import scan_tracker
 from bot.notify.responder import ChatActions, ChatResponder
 from bot.notify.settings import NotifySettings
@@ -51,7 +52,7 @@ class NotifyService:
                 return key, None
             except (DeliveryError, asyncio.TimeoutError, OSError) as exc:
                 log.warning("%s:%s not connected yet: %s", key[0], key[1], exc)
-                if key[0] == "matrix" and self.listen:  # keep its listener retrying
+                if self.listen:  # keep its listener retrying (an IRC adapter already does)
                     await a.start(listen=True, wait=False)
                 return key, str(exc) or exc.__class__.__name__
         results = await asyncio.gather(*(one(k, a) for k, a in self.adapters.items()))

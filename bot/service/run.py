@@ -26,7 +26,12 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from bot.web.metrics import ProcessCounters
+from bot.sources.subscriptions import poll_one, poll_settings, subscription_label
+from bot.tracker.events import consume_events
+from bot.tracker.records import update_tracker
+from bot.triage.runner import open_trees, triage_pending
+from bot.web.app import create_app
+from bot.web.metrics import ProcessCounters, render
 
 log = logging.getLogger("regtriage.service")
 
@@ -60,8 +65,6 @@ class Service:
         return due
 
     def poll_step(self) -> int:
-        from bot.sources.subscriptions import poll_one, poll_settings, subscription_label
-
         settings, home = poll_settings(self.config)
         new = 0
         for sub in self.due_subscriptions():
@@ -83,10 +86,6 @@ class Service:
         return new
 
     def pipeline_step(self) -> dict[str, Any]:
-        from bot.tracker.events import consume_events
-        from bot.tracker.records import update_tracker
-        from bot.triage.runner import open_trees, triage_pending
-
         stamp = self.store.try_lease("pipeline", self.worker_id, 3600)
         if stamp is None:
             return {"skipped": "another worker runs the pipeline"}
@@ -135,9 +134,6 @@ class Service:
         from starlette.applications import Starlette
         from starlette.responses import Response
         from starlette.routing import Mount, Route
-
-        from bot.web.metrics import render
-        from bot.web.app import create_app
 
         async def metrics(_request):
             body = await asyncio.to_thread(render, self.store, self.counters)

@@ -429,49 +429,72 @@ def _poll(store, client: LoreClient, ing: Ingester, kind: str, base: str, query:
           out: PollOutcome, progress) -> None:
     first = not state.get("polled")
     last_updated: str | None = state.get("updated")
-    validators: dict[str, str | None] = {}
-    feed_sha = None
     if first and since:
-        entries = _search_pages(client, _combine(query, f"rt:{since}.."), settings)
+        entries, validators, feed_sha = _search_pages(client, _combine(query, f"rt:{since}.."), settings), {}, None
     else:
-        url = base + "new.atom" if kind == "inbox" else _search_url(base, query)
-        headers = {}
-        if state.get("etag"):
-            headers["If-None-Match"] = state["etag"]
-        if state.get("last_modified"):
-            headers["If-Modified-Since"] = state["last_modified"]
-        resp = client.get(url, headers)
-        if resp.status_code == 304:
-            out.stats["not_modified"] = True
-            state["polled"] = True
+        got = _read_feed(client, kind, base, query, state, first, out)
+        if got is None:
             return
-        if resp.status_code == 404 and kind == "search":
-            entries = []
-        elif resp.status_code != 200:
-            hint = " (no such inbox?)" if resp.status_code == 404 else ""
-            raise SourceError(f"HTTP {resp.status_code} from {url}{hint}", status=resp.status_code)
-        else:
-            body = resp.content
-            feed_sha = hashlib.sha256(body).hexdigest()
-            validators = {"etag": resp.headers.get("ETag"), "last_modified": resp.headers.get("Last-Modified")}
-            if feed_sha == state.get("feed_sha256") and not first:
-                out.stats["unchanged"] = True
-                state.update(validators)
-                return
-            entries = parse_feed(body, url)
-        # The feed window may have overflowed since the last poll: fill the gap by searching.
+        entries, validators, feed_sha = got
         if entries and last_updated and not first:
-            known = store.message_ids(e.msgid for e in entries)
-            if not known and all((e.updated or "") > last_updated for e in entries):
-                since_day = (datetime.strptime(last_updated[:10], "%Y-%m-%d").date()
-                             - timedelta(days=1)).isoformat()
-                seen_ids = {e.msgid for e in entries}
-                more = _search_pages(client, _combine(query, f"rt:{since_day}.."), settings,
-                                     stop=lambda page: any((e.updated or "") <= last_updated for e in page))
-                entries += [e for e in more if e.msgid not in seen_ids]
-                out.stats["gap_filled"] = True
-    seen_list: list[str] = list(state.get("seen") or [])
-    seen = set(seen_list)
+            entries = _fill_gap(store, client, query, settings, entries, last_updated, out)
+    todo = _entries_to_fetch(store, entries, state, last_updated)
+    failures = _fetch_threads(client, ing, todo, settings, origin, progress)
+    _record_progress(state, entries, failures, settings, last_updated, validators, feed_sha)
+    if failures:
+        e, reason = failures[0]
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise SourceError(f"{len(failures)} of {len(todo)} threads not fetched: {reason}{more}")
+
+
+def _read_feed(client: LoreClient, kind: str, base: str, query: str, state: dict[str, Any], first: bool,
+               out: PollOutcome) -> tuple[list[Entry], dict[str, str | None], str | None] | None:
+    """The inbox's new.atom or the search feed, conditionally (ETag, Last-Modified, the feed's
+    hash): (entries, validators, feed hash), or None when nothing changed since the last poll."""
+    url = base + "new.atom" if kind == "inbox" else _search_url(base, query)
+    headers = {}
+    if state.get("etag"):
+        headers["If-None-Match"] = state["etag"]
+    if state.get("last_modified"):
+        headers["If-Modified-Since"] = state["last_modified"]
+    resp = client.get(url, headers)
+    if resp.status_code == 304:
+        out.stats["not_modified"] = True
+        state["polled"] = True
+        return None
+    if resp.status_code == 404 and kind == "search":
+        return [], {}, None
+    if resp.status_code != 200:
+        hint = " (no such inbox?)" if resp.status_code == 404 else ""
+        raise SourceError(f"HTTP {resp.status_code} from {url}{hint}", status=resp.status_code)
+    body = resp.content
+    feed_sha = hashlib.sha256(body).hexdigest()
+    validators = {"etag": resp.headers.get("ETag"), "last_modified": resp.headers.get("Last-Modified")}
+    if feed_sha == state.get("feed_sha256") and not first:
+        out.stats["unchanged"] = True
+        state.update(validators)
+        return None
+    return parse_feed(body, url), validators, feed_sha
+
+
+def _fill_gap(store, client: LoreClient, query: str, settings: LoreSettings, entries: list[Entry],
+              last_updated: str, out: PollOutcome) -> list[Entry]:
+    """The feed window may have overflowed since the last poll: fill the gap by searching."""
+    known = store.message_ids(e.msgid for e in entries)
+    if known or not all((e.updated or "") > last_updated for e in entries):
+        return entries
+    since_day = (datetime.strptime(last_updated[:10], "%Y-%m-%d").date() - timedelta(days=1)).isoformat()
+    seen_ids = {e.msgid for e in entries}
+    more = _search_pages(client, _combine(query, f"rt:{since_day}.."), settings,
+                         stop=lambda page: any((e.updated or "") <= last_updated for e in page))
+    out.stats["gap_filled"] = True
+    return entries + [e for e in more if e.msgid not in seen_ids]
+
+
+def _entries_to_fetch(store, entries: list[Entry], state: dict[str, Any], last_updated: str | None) -> list[Entry]:
+    """Entries whose thread to fetch, oldest first: not stored yet, or updated since the last
+    poll and not seen."""
+    seen = set(state.get("seen") or [])
     stored = store.message_ids({e.msgid for e in entries})
     todo: list[Entry] = []
     queued: set[str] = set()
@@ -482,9 +505,15 @@ def _poll(store, client: LoreClient, ing: Ingester, kind: str, base: str, query:
         if e.msgid not in stored or (newer and e.msgid not in seen):
             todo.append(e)
             queued.add(e.msgid)
-    failures = _fetch_threads(client, ing, todo, settings, origin, progress)
-    # Progress is written only for what is stored: failed entries stay unknown and are
-    # fetched again next time; the validators are kept only when nothing failed.
+    return todo
+
+
+def _record_progress(state: dict[str, Any], entries: list[Entry], failures: list, settings: LoreSettings,
+                     last_updated: str | None, validators: dict[str, str | None], feed_sha: str | None) -> None:
+    """Progress is written only for what is stored: failed entries stay unknown and are fetched
+    again next time; the validators are kept only when nothing failed."""
+    seen_list: list[str] = list(state.get("seen") or [])
+    seen = set(seen_list)
     failed = {e.msgid for e, _ in failures}
     for e in reversed(entries):
         if e.msgid not in failed and e.msgid not in seen:
@@ -496,7 +525,7 @@ def _poll(store, client: LoreClient, ing: Ingester, kind: str, base: str, query:
         oldest_failed = min((e.updated or "" for e, _ in failures), default="")
         ok_updates = [u for u in ok_updates if u < oldest_failed] if oldest_failed else []
     if ok_updates:
-        state["updated"] = max([u for u in ok_updates] + ([last_updated] if last_updated else []))
+        state["updated"] = max(ok_updates + ([last_updated] if last_updated else []))
     state["polled"] = True
     if not failures:
         state["feed_sha256"] = feed_sha
@@ -504,9 +533,6 @@ def _poll(store, client: LoreClient, ing: Ingester, kind: str, base: str, query:
     else:
         state["feed_sha256"] = None
         state["etag"] = state["last_modified"] = None
-        e, reason = failures[0]
-        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        raise SourceError(f"{len(failures)} of {len(todo)} threads not fetched: {reason}{more}")
 
 
 def _fetch_threads(client: LoreClient, ing: Ingester, todo: list[Entry], settings: LoreSettings,

@@ -29,8 +29,8 @@ months|years", "last week|month|year", "today", "before|until <date>", "caused b
 <id>", a bare 7-40 digit hex id, "about|mentioning|containing <word>", and "quoted text".
 Filler words (show, me, regressions, the, ...) are skipped; any other word becomes a text term.
 
-Parsing is pure (:func:`parse_query`); :func:`build_select` turns a :class:`Filter` into a
-SQLAlchemy Core select where every user value is a bound parameter.
+Parsing is pure (:func:`parse_query`); :mod:`storage.search` turns a :class:`Filter` into SQL
+where every user value is a bound parameter (:func:`build_select` shows it).
 """
 
 from __future__ import annotations
@@ -289,56 +289,83 @@ def parse_query(text: str | list[str] | tuple[str, ...], *, now: datetime | None
         text = " ".join(text)
     if len(text) > 2000:
         raise QueryError("query too long")
-    f = Filter()
-    toks = _tokens(text)
-    words = [t for t, _ in toks]
-    lower = [t.lower() for t in words]
+    r = _Reader(Filter(), now, _tokens(text))
     i = 0
-    n = len(toks)
+    while i < r.n:
+        for phrase in r.PHRASES:  # the first that reads the words at i; single_word always does
+            nxt = phrase(r, i)
+            if nxt is not None:
+                i = nxt
+                break
+    f = r.f
+    f.kinds = list(dict.fromkeys(f.kinds))
+    f.subsystems = list(dict.fromkeys(_canonical(x) or x for x in f.subsystems))
+    f.components = list(dict.fromkeys(f.components))
+    return f
 
-    def at(j: int) -> str:
-        return lower[j] if 0 <= j < n else ""
 
-    while i < n:
-        tok, quoted = toks[i]
-        w = lower[i].strip(",;")
+class _Reader:
+    """The tokens of one query and the :class:`Filter` they fill.  Each phrase method reads the
+    phrase starting at token ``i`` into the filter and returns the index after it, or None when
+    the words at ``i`` are not that phrase (:data:`PHRASES`, tried in order)."""
+
+    def __init__(self, f: Filter, now: datetime, toks: list[tuple[str, bool]]) -> None:
+        self.f, self.now, self.toks = f, now, toks
+        self.words = [t for t, _ in toks]
+        self.lower = [t.lower() for t in self.words]
+        self.n = len(toks)
+
+    def at(self, j: int) -> str:
+        return self.lower[j] if 0 <= j < self.n else ""
+
+    def word(self, i: int) -> str:
+        return self.lower[i].strip(",;")
+
+    def key_token(self, i: int) -> int | None:
+        """``key:value`` of the filter language (``text: foo``: the value is the next token)."""
+        tok = self.toks[i][0]
         m = re.fullmatch(r"([a-z_-]+):(.*)", tok, re.S | re.I)
-        if m and (m.group(1).lower() in KEYS or m.group(1).lower() in KEY_ALIASES):
-            key = KEY_ALIASES.get(m.group(1).lower(), m.group(1).lower())
-            value = m.group(2).strip()
-            if not value and i + 1 < n:  # "text: foo"
-                i += 1
-                value = words[i]
-            _apply_key(f, key, value, now)
+        if not (m and (m.group(1).lower() in KEYS or m.group(1).lower() in KEY_ALIASES)):
+            return None
+        key = KEY_ALIASES.get(m.group(1).lower(), m.group(1).lower())
+        value = m.group(2).strip()
+        if not value and i + 1 < self.n:  # "text: foo"
             i += 1
-            continue
-        if quoted:
-            f.text.append(tok)
-            i += 1
-            continue
-        # multi-word status phrases
+            value = self.words[i]
+        _apply_key(self.f, key, value, self.now)
+        return i + 1
+
+    def quoted(self, i: int) -> int | None:
+        tok, quoted = self.toks[i]
+        if not quoted:
+            return None
+        self.f.text.append(tok)
+        return i + 1
+
+    def status_phrase(self, i: int) -> int | None:
+        """Multi-word statuses: fix pending, not reproduced, rerun scheduled, on the back burner."""
+        w, at = self.word(i), self.at
         if w == "fix" and at(i + 1).startswith("pending"):
-            _set_status(f, "fix-pending")
-            i += 2
-            continue
+            _set_status(self.f, "fix-pending")
+            return i + 2
         if w in ("pending", "awaiting") and at(i + 1).startswith("fix"):
-            _set_status(f, "fix-pending")
-            i += 2
-            continue
+            _set_status(self.f, "fix-pending")
+            return i + 2
         if w == "not" and at(i + 1) in ("reproduced", "reproducible", "reproducing"):
-            _set_status(f, "not-reproduced")
-            i += 2
-            continue
+            _set_status(self.f, "not-reproduced")
+            return i + 2
         if w == "rerun" and at(i + 1) == "scheduled":
-            _set_status(f, "rerun-scheduled")
-            i += 2
-            continue
+            _set_status(self.f, "rerun-scheduled")
+            return i + 2
         if w in ("back", "on") and at(i + 1) in ("burner", "backburner") or (w == "on" and at(i + 1) == "back"
                                                                              and at(i + 2) == "burner"):
-            _set_status(f, "backburner")
-            i += 3 if at(i + 1) == "back" else 2
-            continue
-        # time phrases: "(in the) last|past N units", "last week", "this month", "today"
+            _set_status(self.f, "backburner")
+            return i + (3 if at(i + 1) == "back" else 2)
+        return None
+
+    def time_phrase(self, i: int) -> int | None:
+        """"(in the) last|past N units", "last week", "this month", "today", "yesterday"."""
+        w, at, now = self.word(i), self.at, self.now
         j = i
         if w == "in" and at(i + 1) == "the" and at(i + 2) in ("last", "past"):
             j = i + 2
@@ -352,87 +379,90 @@ def parse_query(text: str | list[str] | tuple[str, ...], *, now: datetime | None
                 num, unit_at = int(at(j + 1)), j + 2
             unit = at(unit_at).rstrip(",.;")
             if unit in UNITS and at(j) != "this":
-                f.since = now - timedelta(days=num * UNITS[unit])
-                i = unit_at + 1
-                continue
+                self.f.since = now - timedelta(days=num * UNITS[unit])
+                return unit_at + 1
             if at(j) == "this" and unit in ("week", "month", "year"):
                 today = now.date()
                 start = {"week": today - timedelta(days=today.weekday()), "month": today.replace(day=1),
                          "year": today.replace(month=1, day=1)}[unit]
-                f.since = datetime.combine(start, time(), timezone.utc)
-                i = unit_at + 1
-                continue
+                self.f.since = datetime.combine(start, time(), timezone.utc)
+                return unit_at + 1
         if w in ("today", "yesterday"):
-            f.since = parse_date(w, now)
-            i += 1
-            continue
-        if w in ("since", "after") and i + 1 < n:
+            self.f.since = parse_date(w, now)
+            return i + 1
+        return None
+
+    def since_until(self, i: int) -> int | None:
+        """"since|after <date|version|last week|2 weeks ago>", "before|until <date>"."""
+        w, at, now = self.word(i), self.at, self.now
+        if w in ("since", "after") and i + 1 < self.n:
             value = at(i + 1).rstrip(",.;")
             if value in ("last", "past") and at(i + 2).rstrip(",.;") in UNITS:
-                f.since = now - timedelta(days=UNITS[at(i + 2).rstrip(",.;")])
-                i += 3
-                continue
+                self.f.since = now - timedelta(days=UNITS[at(i + 2).rstrip(",.;")])
+                return i + 3
             if value.isdigit() and at(i + 2).rstrip(",.;") in UNITS:  # "since 2 weeks (ago)"
-                f.since = now - timedelta(days=int(value) * UNITS[at(i + 2).rstrip(",.;")])
-                i += 4 if at(i + 3) == "ago" else 3
-                continue
-            _set_since(f, words[i + 1].rstrip(",.;"), now)
-            i += 2
-            continue
-        if w in ("before", "until", "till") and i + 1 < n:
-            _apply_key(f, "until", words[i + 1].rstrip(",.;"), now)
-            i += 2
-            continue
-        if w in ("caused", "introduced") and at(i + 1) == "by" and i + 2 < n:
-            target = at(i + 2)
-            k = i + 2
-            if target == "commit" and i + 3 < n:
-                k = i + 3
-            _apply_key(f, "culprit", lower[k].rstrip(",.;"), now)
-            i = k + 1
-            continue
-        if w in ("culprit", "commit") and i + 1 < n and re.fullmatch(r"[0-9a-f]{4,40}", at(i + 1).rstrip(",.;")):
-            _apply_key(f, "culprit", at(i + 1).rstrip(",.;"), now)
-            i += 2
-            continue
+                self.f.since = now - timedelta(days=int(value) * UNITS[at(i + 2).rstrip(",.;")])
+                return i + (4 if at(i + 3) == "ago" else 3)
+            _set_since(self.f, self.words[i + 1].rstrip(",.;"), now)
+            return i + 2
+        if w in ("before", "until", "till") and i + 1 < self.n:
+            _apply_key(self.f, "until", self.words[i + 1].rstrip(",.;"), now)
+            return i + 2
+        return None
+
+    def culprit_phrase(self, i: int) -> int | None:
+        """"caused|introduced by (commit) <id>", "culprit|commit <id>", a bare 7-40 digit hex id."""
+        w, at = self.word(i), self.at
+        if w in ("caused", "introduced") and at(i + 1) == "by" and i + 2 < self.n:
+            k = i + 3 if at(i + 2) == "commit" and i + 3 < self.n else i + 2
+            _apply_key(self.f, "culprit", self.lower[k].rstrip(",.;"), self.now)
+            return k + 1
+        if w in ("culprit", "commit") and i + 1 < self.n and re.fullmatch(r"[0-9a-f]{4,40}", at(i + 1).rstrip(",.;")):
+            _apply_key(self.f, "culprit", at(i + 1).rstrip(",.;"), self.now)
+            return i + 2
         if _HEX.fullmatch(w):
-            f.culprits.append(w)
-            i += 1
-            continue
-        if w in ("about", "mentioning", "containing", "matching", "titled", "regarding") and i + 1 < n:
-            f.text.append(words[i + 1].strip(",;"))
-            i += 2
-            continue
-        if w in ("in", "under", "within", "touching", "subsystem", "affecting") and i + 1 < n:
+            self.f.culprits.append(w)
+            return i + 1
+        return None
+
+    def about_phrase(self, i: int) -> int | None:
+        """"about|mentioning|containing ... <word>": a text term."""
+        if self.word(i) in ("about", "mentioning", "containing", "matching", "titled", "regarding") and i + 1 < self.n:
+            self.f.text.append(self.words[i + 1].strip(",;"))
+            return i + 2
+        return None
+
+    def subsystem_phrase(self, i: int) -> int | None:
+        """"in|under|touching (the) <path or component> (subsystem)"."""
+        w, at = self.word(i), self.at
+        if w in ("in", "under", "within", "touching", "subsystem", "affecting") and i + 1 < self.n:
             k = i + 1
             if at(k) == "the":
                 k += 1
-            if k < n and _subsystem_word(f, words[k]):
+            if k < self.n and _subsystem_word(self.f, self.words[k]):
                 i = k + 1
                 if at(i) in ("subsystem", "subsystems", "code", "tree", "area"):
                     i += 1
-                continue
+                return i
+        return None
+
+    def single_word(self, i: int) -> int:
+        """A status or kind word, a path, a filler word (skipped), or else a text term."""
+        w, f = self.word(i), self.f
         if w in STATUS_WORDS:
             _set_status(f, w)
-            i += 1
-            continue
-        if w in KIND_WORDS:
+        elif w in KIND_WORDS:
             f.kinds.append(KIND_WORDS[w])
-            i += 1
-            continue
-        if "/" in w and _PATHLIKE.fullmatch(w) and not w.startswith(("http", "/")):
+        elif "/" in w and _PATHLIKE.fullmatch(w) and not w.startswith(("http", "/")):
             f.subsystems.append(_norm_subsystem(w))
-            i += 1
-            continue
-        if w in STOPWORDS or w in ("in", "under", "since", "the", "last", "past", "ago", "days") or not w:
-            i += 1
-            continue
-        f.text.append(tok.strip(",;"))
-        i += 1
-    f.kinds = list(dict.fromkeys(f.kinds))
-    f.subsystems = list(dict.fromkeys(_canonical(x) or x for x in f.subsystems))
-    f.components = list(dict.fromkeys(f.components))
-    return f
+        elif w in STOPWORDS or w in ("in", "under", "since", "the", "last", "past", "ago", "days") or not w:
+            pass
+        else:
+            f.text.append(self.toks[i][0].strip(",;"))
+        return i + 1
+
+    PHRASES = (key_token, quoted, status_phrase, time_phrase, since_until, culprit_phrase, about_phrase,
+               subsystem_phrase, single_word)
 
 
 def _canonical(subsystem: str) -> str | None:
@@ -459,12 +489,12 @@ def _since_key(f: Filter) -> str | None:
     return key
 
 
-def build_select(f: Filter, *, columns=None, dialect: str | None = None):
-    """The filter as a select over ``regressions`` (bound parameters only): see
-    :func:`storage.records.select_records`."""
-    from storage.records import select_records
+def build_select(f: Filter, *, dialect: str = "sqlite") -> tuple[str, list]:
+    """(SQL, parameters) of the count of the records the filter selects: see
+    :mod:`storage.search` (bound parameters only)."""
+    from storage.search import count_sql
 
-    return select_records(f, since_key=_since_key(f), columns=columns, dialect=dialect)
+    return count_sql([(f, _since_key(f))], dialect)
 
 
 def run_query(store, f: Filter, *more: Filter, limit: int = 50, offset: int = 0) -> tuple[list, int]:
@@ -472,7 +502,20 @@ def run_query(store, f: Filter, *more: Filter, limit: int = 50, offset: int = 0)
     most recently updated first, as :class:`storage.records.Record`."""
     from storage.records import search
 
-    return search(store, [(g, _since_key(g)) for g in (f, *more)], limit=limit, offset=offset)
+    return search(store, _with_keys(f, *more), limit=limit, offset=offset)
+
+
+def quick_query(url: str, f: Filter, *, limit: int = 50) -> tuple[list, int] | None:
+    """:func:`run_query` on the database at ``url`` without SQLAlchemy (a current SQLite
+    database: :func:`storage.search.quick_search`); None when that cannot be, and then
+    :func:`run_query` on a Store does it."""
+    from storage.search import quick_search
+
+    return quick_search(url, _with_keys(f), limit=limit)
+
+
+def _with_keys(*filters: Filter) -> list[tuple[Filter, str | None]]:
+    return [(g, _since_key(g)) for g in filters]
 
 
 def query(store, text: str | list[str], *, limit: int = 50, now: datetime | None = None

@@ -5,7 +5,7 @@ order the lab ran them, y: the measured value), each side's mean as a dashed lin
 rerun's confidence interval of the % change drawn as a band of bad-mean values around the
 good mean (``mean(good) * (1 + ci/100)``), which is where the bad mean would have to lie.
 
-Safety: the output is built only from numbers that this module formats itself (``_num``,
+Safety: the output is built only from numbers that this module formats itself (``num``,
 ``_coord``: finite floats only, anything else is dropped) and from text escaped with
 :func:`html.escape` -- a mail- or lab-derived label can never become markup.  The SVG uses
 presentation attributes only (no ``style`` attributes or elements), so it renders under a
@@ -18,6 +18,7 @@ sample; legend symbols are not circles.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from html import escape
 from typing import Any, Iterable
 
@@ -26,7 +27,7 @@ LEFT, RIGHT, TOP, BOTTOM = 72, 16, 34, 40
 GOOD_COLOR, BAD_COLOR, CI_COLOR = "#1f6fb2", "#c0392b", "#f3c6c0"
 
 
-def _finite(x: Any) -> float | None:
+def finite(x: Any) -> float | None:
     if isinstance(x, bool):
         return None
     try:
@@ -42,7 +43,7 @@ def _coord(v: float) -> str:
     return "0.0" if s == "-0.0" else s
 
 
-def _num(v: float) -> str:
+def num(v: float) -> str:
     """A data value for a label: short and readable (3-4 significant digits, k/M/G suffixes
     for large magnitudes), never an exponent or a repr."""
     if v == 0:
@@ -108,10 +109,127 @@ def _run_order(order: Any, n_good: int, n_bad: int) -> list[tuple[str, int]]:
 def _samples(values: Iterable[Any] | None) -> list[float]:
     out = []
     for x in values or []:
-        v = _finite(x)
+        v = finite(x)
         if v is not None:
             out.append(v)
     return out
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The plot area (pixels) and the value range it shows; ``n`` runs along x."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    vmin: float
+    vmax: float
+    n: int
+
+    def px(self, i: int) -> float:
+        return self.x0 + (self.x1 - self.x0) * ((i + 0.5) / self.n)
+
+    def py(self, v: float) -> float:
+        return self.y1 - (self.y1 - self.y0) * ((v - self.vmin) / (self.vmax - self.vmin))
+
+
+def _ci_band(mean_g: float | None, ci: Any) -> tuple[float, float, float, float] | None:
+    """(low, high) of the bad mean the CI of the change allows, and the CI itself (%)."""
+    if mean_g is not None and isinstance(ci, (list, tuple)) and len(ci) == 2:
+        lo, hi = finite(ci[0]), finite(ci[1])
+        if lo is not None and hi is not None:
+            a, b = mean_g * (1 + lo / 100), mean_g * (1 + hi / 100)
+            return (min(a, b), max(a, b), min(lo, hi), max(lo, hi))
+    return None
+
+
+def _value_range(values: list[float]) -> tuple[float, float, list[float]]:
+    """(vmin, vmax, ticks) of the y axis: the values padded, widened to whole ticks."""
+    vmin, vmax = min(values), max(values)
+    if vmax - vmin < 1e-12 * max(1.0, abs(vmax)):
+        pad = abs(vmax) * 0.05 or 1.0
+    else:
+        pad = (vmax - vmin) * 0.08
+    vmin, vmax = vmin - pad, vmax + pad
+    ticks = _nice_ticks(vmin, vmax)
+    return min(vmin, ticks[0]), max(vmax, ticks[-1]), ticks
+
+
+def _grid(fr: _Frame, ticks: list[float]) -> list[str]:
+    """The plot area, its grid lines and the y labels."""
+    parts = [f'<rect x="{_coord(fr.x0)}" y="{_coord(fr.y0)}" width="{_coord(fr.x1 - fr.x0)}" '
+             f'height="{_coord(fr.y1 - fr.y0)}" fill="#fff" stroke="#bbb"/>']
+    for t in ticks:
+        y = fr.py(t)
+        parts.append(f'<line class="grid" x1="{_coord(fr.x0)}" x2="{_coord(fr.x1)}" y1="{_coord(y)}" '
+                     f'y2="{_coord(y)}" stroke="#eee"/>')
+        parts.append(f'<text x="{_coord(fr.x0 - 6)}" y="{_coord(y + 4)}" text-anchor="end" fill="#444">'
+                     f'{escape(num(t))}</text>')
+    return parts
+
+
+def _band_and_means(fr: _Frame, band, mean_g: float | None, mean_b: float | None) -> list[str]:
+    """The CI band of the bad mean, and both means as dashed lines."""
+    parts = []
+    if band:
+        top, bottom = fr.py(band[1]), fr.py(band[0])
+        parts.append(f'<rect class="ci" x="{_coord(fr.x0)}" y="{_coord(top)}" width="{_coord(fr.x1 - fr.x0)}" '
+                     f'height="{_coord(max(bottom - top, 1.0))}" fill="{CI_COLOR}" fill-opacity="0.6">'
+                     f'<title>CI of the change: {escape(_pct(band[2]))} to {escape(_pct(band[3]))} '
+                     f'(bad mean {escape(num(band[0]))} to {escape(num(band[1]))})</title></rect>')
+    for mean, color, side in ((mean_g, GOOD_COLOR, "good"), (mean_b, BAD_COLOR, "bad")):
+        if mean is None:
+            continue
+        y = fr.py(mean)
+        parts.append(f'<line class="mean {side}" x1="{_coord(fr.x0)}" x2="{_coord(fr.x1)}" y1="{_coord(y)}" '
+                     f'y2="{_coord(y)}" stroke="{color}" stroke-width="1.5" stroke-dasharray="6 4">'
+                     f'<title>{side} mean {escape(num(mean))}</title></line>')
+    return parts
+
+
+def _axes(fr: _Frame, height: int, metric: str, hint: str) -> list[str]:
+    """Run numbers along x, and the two axis titles."""
+    parts = []
+    step = max(1, math.ceil(fr.n / 12))
+    for i in range(0, fr.n, step):
+        parts.append(f'<text x="{_coord(fr.px(i))}" y="{_coord(fr.y1 + 15)}" text-anchor="middle" fill="#444">'
+                     f'{i + 1}</text>')
+    parts.append(f'<text x="{_coord((fr.x0 + fr.x1) / 2)}" y="{_coord(height - 6)}" text-anchor="middle" '
+                 f'fill="#444">run (in the order run)</text>')
+    mid = _coord((fr.y0 + fr.y1) / 2)
+    parts.append(f'<text x="14" y="{mid}" text-anchor="middle" fill="#444" '
+                 f'transform="rotate(-90 14 {mid})">{metric}{" " + hint if hint else ""}</text>')
+    return parts
+
+
+def _dots(fr: _Frame, seq: list[tuple[str, int]], good: list[float], bad: list[float]) -> list[str]:
+    """One circle per sample, in run order."""
+    parts = []
+    r = 4.5 if fr.n <= 40 else 3.0
+    for i, (side, k) in enumerate(seq):
+        v = (good if side == "good" else bad)[k]
+        color = GOOD_COLOR if side == "good" else BAD_COLOR
+        parts.append(f'<circle class="sample {side}" cx="{_coord(fr.px(i))}" cy="{_coord(fr.py(v))}" '
+                     f'r="{_coord(r)}" fill="{color}" fill-opacity="{"0.85" if side == "bad" else "0.75"}" '
+                     f'stroke="#fff"><title>{side} run {k + 1} (run {i + 1}): {escape(num(v))}</title></circle>')
+    return parts
+
+
+def _legend(x: float, good: list[float], bad: list[float], mean_g, mean_b, band) -> list[str]:
+    """Squares and text above the plot (squares, so only samples are circles)."""
+    parts = []
+    items = [("good", GOOD_COLOR, len(good), mean_g), ("bad", BAD_COLOR, len(bad), mean_b)]
+    for side, color, count, mean in items:
+        txt = f"{side}: {count} runs" + (f", mean {num(mean)}" if mean is not None else "")
+        parts.append(f'<rect x="{_coord(x)}" y="10" width="10" height="10" fill="{color}"/>')
+        parts.append(f'<text x="{_coord(x + 14)}" y="19" fill="#222">{escape(txt)}</text>')
+        x += 16 + 7 * len(txt)
+    if band:
+        txt = f"CI {_pct(band[2])} to {_pct(band[3])}"
+        parts.append(f'<rect x="{_coord(x)}" y="10" width="10" height="10" fill="{CI_COLOR}"/>')
+        parts.append(f'<text x="{_coord(x + 14)}" y="19" fill="#222">{escape(txt)}</text>')
+    return parts
 
 
 def samples_svg(rerun: dict[str, Any], *, width: int = WIDTH, height: int = HEIGHT) -> str:
@@ -132,82 +250,10 @@ def samples_svg(rerun: dict[str, Any], *, width: int = WIDTH, height: int = HEIG
 
     mean_g = sum(good) / len(good) if good else None
     mean_b = sum(bad) / len(bad) if bad else None
-    band = None
-    ci = rerun.get("ci")
-    if mean_g is not None and isinstance(ci, (list, tuple)) and len(ci) == 2:
-        lo, hi = _finite(ci[0]), _finite(ci[1])
-        if lo is not None and hi is not None:
-            a, b = mean_g * (1 + lo / 100), mean_g * (1 + hi / 100)
-            band = (min(a, b), max(a, b), min(lo, hi), max(lo, hi))
-
-    values = good + bad + ([band[0], band[1]] if band else [])
-    vmin, vmax = min(values), max(values)
-    if vmax - vmin < 1e-12 * max(1.0, abs(vmax)):
-        pad = abs(vmax) * 0.05 or 1.0
-    else:
-        pad = (vmax - vmin) * 0.08
-    vmin, vmax = vmin - pad, vmax + pad
-    ticks = _nice_ticks(vmin, vmax)
-    vmin, vmax = min(vmin, ticks[0]), max(vmax, ticks[-1])
-
-    x0, x1, y0, y1 = LEFT, width - RIGHT, TOP, height - BOTTOM
+    band = _ci_band(mean_g, rerun.get("ci"))
+    vmin, vmax, ticks = _value_range(good + bad + ([band[0], band[1]] if band else []))
     seq = _run_order(rerun.get("order"), len(good), len(bad))
-    n = len(seq)
-
-    def px(i: int) -> float:
-        return x0 + (x1 - x0) * ((i + 0.5) / n)
-
-    def py(v: float) -> float:
-        return y1 - (y1 - y0) * ((v - vmin) / (vmax - vmin))
-
-    parts = [head, f'<rect x="{_coord(x0)}" y="{_coord(y0)}" width="{_coord(x1 - x0)}" '
-                   f'height="{_coord(y1 - y0)}" fill="#fff" stroke="#bbb"/>']
-    for t in ticks:  # grid and y labels
-        y = py(t)
-        parts.append(f'<line class="grid" x1="{_coord(x0)}" x2="{_coord(x1)}" y1="{_coord(y)}" y2="{_coord(y)}" '
-                     f'stroke="#eee"/>')
-        parts.append(f'<text x="{_coord(x0 - 6)}" y="{_coord(y + 4)}" text-anchor="end" fill="#444">'
-                     f'{escape(_num(t))}</text>')
-    if band:
-        top, bottom = py(band[1]), py(band[0])
-        parts.append(f'<rect class="ci" x="{_coord(x0)}" y="{_coord(top)}" width="{_coord(x1 - x0)}" '
-                     f'height="{_coord(max(bottom - top, 1.0))}" fill="{CI_COLOR}" fill-opacity="0.6">'
-                     f'<title>CI of the change: {escape(_pct(band[2]))} to {escape(_pct(band[3]))} '
-                     f'(bad mean {escape(_num(band[0]))} to {escape(_num(band[1]))})</title></rect>')
-    for mean, color, side in ((mean_g, GOOD_COLOR, "good"), (mean_b, BAD_COLOR, "bad")):
-        if mean is None:
-            continue
-        y = py(mean)
-        parts.append(f'<line class="mean {side}" x1="{_coord(x0)}" x2="{_coord(x1)}" y1="{_coord(y)}" '
-                     f'y2="{_coord(y)}" stroke="{color}" stroke-width="1.5" stroke-dasharray="6 4">'
-                     f'<title>{side} mean {escape(_num(mean))}</title></line>')
-    # x axis: run numbers
-    step = max(1, math.ceil(n / 12))
-    for i in range(0, n, step):
-        parts.append(f'<text x="{_coord(px(i))}" y="{_coord(y1 + 15)}" text-anchor="middle" fill="#444">'
-                     f'{i + 1}</text>')
-    parts.append(f'<text x="{_coord((x0 + x1) / 2)}" y="{_coord(height - 6)}" text-anchor="middle" '
-                 f'fill="#444">run (in the order run)</text>')
-    parts.append(f'<text x="14" y="{_coord((y0 + y1) / 2)}" text-anchor="middle" fill="#444" '
-                 f'transform="rotate(-90 14 {_coord((y0 + y1) / 2)})">{metric}{" " + hint if hint else ""}</text>')
-    r = 4.5 if n <= 40 else 3.0
-    for i, (side, k) in enumerate(seq):
-        v = (good if side == "good" else bad)[k]
-        color = GOOD_COLOR if side == "good" else BAD_COLOR
-        parts.append(f'<circle class="sample {side}" cx="{_coord(px(i))}" cy="{_coord(py(v))}" r="{_coord(r)}" '
-                     f'fill="{color}" fill-opacity="{"0.85" if side == "bad" else "0.75"}" stroke="#fff">'
-                     f'<title>{side} run {k + 1} (run {i + 1}): {escape(_num(v))}</title></circle>')
-    # legend (squares and lines, so only samples are circles)
-    lx = x0
-    items = [("good", GOOD_COLOR, len(good), mean_g), ("bad", BAD_COLOR, len(bad), mean_b)]
-    for side, color, count, mean in items:
-        txt = f"{side}: {count} runs" + (f", mean {_num(mean)}" if mean is not None else "")
-        parts.append(f'<rect x="{_coord(lx)}" y="10" width="10" height="10" fill="{color}"/>')
-        parts.append(f'<text x="{_coord(lx + 14)}" y="19" fill="#222">{escape(txt)}</text>')
-        lx += 16 + 7 * len(txt)
-    if band:
-        txt = f"CI {_pct(band[2])} to {_pct(band[3])}"
-        parts.append(f'<rect x="{_coord(lx)}" y="10" width="10" height="10" fill="{CI_COLOR}"/>')
-        parts.append(f'<text x="{_coord(lx + 14)}" y="19" fill="#222">{escape(txt)}</text>')
-    parts.append("</svg>")
+    fr = _Frame(LEFT, width - RIGHT, TOP, height - BOTTOM, vmin, vmax, len(seq))
+    parts = [head, *_grid(fr, ticks), *_band_and_means(fr, band, mean_g, mean_b), *_axes(fr, height, metric, hint),
+             *_dots(fr, seq, good, bad), *_legend(fr.x0, good, bad, mean_g, mean_b, band), "</svg>"]
     return "".join(parts)

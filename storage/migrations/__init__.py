@@ -3,4 +3,4 @@ Alembic, so that opening a database whose schema is current costs one read
 (storage.store.Store.ensure_schema).  Adding a migration: bump HEAD too
 (tests/test_storage.py checks that it equals Alembic's own head)."""
 
-HEAD = "0009"
+HEAD = "0010"

@@ -23,6 +23,23 @@ class LabError(Exception):
     """A lab operation cannot be done; the message says why."""
 
 
+def lab_table(config: dict | None) -> dict:
+    """The ``[lab]`` table of a configuration (the whole config dict, or that table already)."""
+    cfg = dict(config or {})
+    if isinstance(cfg.get("lab"), dict):
+        cfg = cfg["lab"]
+    return cfg
+
+
+def backend_table(config: dict | None, name: str, overrides: dict) -> tuple[dict, dict]:
+    """``([lab], [lab.<name>] with overrides)`` of a configuration (a copy; a non-table is empty)."""
+    lab = lab_table(config)
+    table = lab.get(name, {})
+    table = dict(table) if isinstance(table, dict) else {}
+    table.update(overrides)
+    return lab, table
+
+
 @dataclass
 class Timeouts:
     boot_s: float = 120.0  # from start to the guest's start marker (qemu) / connection (ssh)

@@ -56,10 +56,11 @@ import time
 from pathlib import Path
 
 from bot.lab import parsers
-from bot.lab.backends.base import LabError, RunSpec
-from bot.lab.backends.ssh import (RELEASE_RE, SSH_KEYS, HostConfig, SshBackend, SshConfig, SshWorker, BatchFailed,
-                                  lab_table, machines_from_config)
-from bot.lab.backends.rundir import default_work_dir, printable, read_json
+from bot.lab.backends.base import LabError, RunSpec, lab_table
+from bot.lab.backends.ssh.backend import SshBackend
+from bot.lab.backends.ssh.config import RELEASE_RE, SSH_KEYS, HostConfig, SshConfig, machines_from_config
+from bot.lab.backends.ssh.worker import BatchFailed, SshWorker
+from bot.lab.backends.rundir import default_work_dir, printable, worker_main
 from bot.lab.recipes import RecipeError, RecipeSpec
 
 TESTBOX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -202,11 +203,8 @@ class LkpBackend(SshBackend):
                         "scale": scale, "testbox": testbox},
                 "locks_dir": self.locks_dir}
 
-    def describe(self, handle: str) -> dict:
-        d = super().describe(handle)
-        spec = read_json(self._run_dir(handle) / "spec.json", {}) or {}
-        d["lkp"] = spec.get("lkp")
-        return d
+    def _describe_more(self, spec: dict, state: dict) -> dict:
+        return {**super()._describe_more(spec, state), "lkp": spec.get("lkp")}
 
 
 # ===================================================================================== worker
@@ -238,8 +236,8 @@ class LkpWorker(SshWorker):
         self.log.write(f"# {path}: {printable(res.stdout.strip(), 2000)}\n")
         return res.stdout
 
-    def iteration(self, index: int, label: str, i: int, batch_end: float) -> float:
-        left = batch_end - time.monotonic()
+    def iteration(self, index: int, label: str, i: int) -> float:
+        left = self.machine.batch_time_left(time.monotonic())
         if left <= 0:
             raise BatchFailed(f"batch timeout: {self.job.timeouts.batch_s:.0f}s exceeded")
         link = f"{self.remote_dir}/result-{index:03d}-{i:02d}"
@@ -274,11 +272,7 @@ class LkpWorker(SshWorker):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] != "worker":
-        print("usage: python -m bot.lab.backends.lkp worker RUN_DIR", file=sys.stderr)
-        return 64
-    return LkpWorker(Path(argv[1])).run()
+    return worker_main(argv, "bot.lab.backends.lkp", "worker", lambda run_dir: LkpWorker(run_dir).run())
 
 
 if __name__ == "__main__":

@@ -24,6 +24,10 @@ How a run works
   ``result.json`` (samples) when done.  Everything is plain JSON, so any process with the same
   ``work_dir`` can poll, fetch or cancel; a worker that died is detected (pid gone or not ours)
   and the run reported failed.
+* The decisions (batch order, status transitions, the boot/batch/total timeouts and the
+  power-off grace, a dead worker's diagnosis) are :class:`~bot.lab.backends.runstate.RunMachine`'s:
+  the worker feeds it what QEMU does and carries out what it answers; this module is the
+  transport (processes, console files, the accelerator).
 
 Accelerator (``accel``): ``tcg`` always works; ``kvm`` is used as configured; ``auto`` (default)
 tries KVM on the first boot with a short start-marker timeout (``kvm_probe_timeout_s``, 15 s; a
@@ -55,7 +59,6 @@ import json
 import math
 import os
 import re
-import secrets
 import shutil
 import signal
 import subprocess
@@ -65,14 +68,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bot.lab import initramfs as initramfs_mod
-from bot.lab.backends.base import (DONE, FAILED, QUEUED, RUNNING, Backend, LabError, RunSpec, Samples, Status)
-from bot.lab.backends.rundir import Children, atomic_write_json, default_work_dir, printable, read_json
+from bot.lab.backends.base import Backend, LabError, RunSpec, Status, backend_table
+from bot.lab.backends.rundir import (Children, RunDirs, atomic_write_json, default_work_dir, exclusive_lock, printable,
+                                     read_json, save_state, worker_main, write_result)
+from bot.lab.backends.runstate import (Begin, BatchFinished, BatchStarted, CancelRequested, Complete, Expired, Failed,
+                                       Finished, GuestStarted, Progress, Ready, ResultSeen, RunBatch, RunMachine, Save,
+                                       StopWork, Tick, Waiting)
 from bot.lab.builds import BuildError
 from bot.lab.kernels import resolve
 from bot.lab.procs import proc_alive_and_ours
 from bot.lab.recipes import MiB, RecipeError, RecipeSpec
-
-RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}-[0-9a-f]{8}$")
 APPEND = "console=ttyS0 quiet loglevel=1 panic=-1"
 QEMU_FOR_ARCH = {"x86_64": "qemu-system-x86_64", "i386": "qemu-system-i386", "aarch64": "qemu-system-aarch64"}
 BENCH_RE = re.compile(r"^(BENCH|WARMUP) ([A-Za-z0-9_.-]{1,64})=([0-9]+(?:\.[0-9]+)?)$")
@@ -135,7 +140,7 @@ def _pgid_members(pgid: int) -> list[int]:
     return out
 
 
-class QemuBackend(Backend):
+class QemuBackend(RunDirs, Backend):
     name = "qemu"
 
     def __init__(self, cfg: QemuConfig, lab_config: dict | None = None):
@@ -146,11 +151,7 @@ class QemuBackend(Backend):
 
     @classmethod
     def from_config(cls, config: dict | None = None, **overrides) -> "QemuBackend":
-        cfg = dict(config or {})
-        if isinstance(cfg.get("lab"), dict):
-            cfg = cfg["lab"]
-        q = dict(cfg.get("qemu", {}) if isinstance(cfg.get("qemu", {}), dict) else {})
-        q.update(overrides)
+        cfg, q = backend_table(config, "qemu", overrides)
         q.setdefault("work_dir", str(default_work_dir("qemu")))
         allowed = set(QemuConfig.__dataclass_fields__)
         unknown = set(q) - allowed
@@ -159,17 +160,6 @@ class QemuBackend(Backend):
         return cls(QemuConfig(**q), cfg)
 
     # ------------------------------------------------------------------------------ helpers
-    def _run_dir(self, handle: str) -> Path:
-        if not isinstance(handle, str) or not handle.startswith("qemu:"):
-            raise LabError(f"not a qemu handle: {handle!r}")
-        run_id = handle[len("qemu:"):]
-        if not RUN_ID_RE.match(run_id):
-            raise LabError(f"malformed qemu handle: {handle!r}")
-        d = self.work_dir / "runs" / run_id
-        if not (d / "spec.json").is_file():
-            raise LabError(f"no such run {handle} under {self.work_dir}")
-        return d
-
     def guest_memory_mib(self, recipe: RecipeSpec) -> tuple[int, int]:
         """(guest memory, tmpfs scratch size) in MiB for a recipe."""
         data = recipe.bytes or 0
@@ -190,19 +180,7 @@ class QemuBackend(Backend):
 
     # ------------------------------------------------------------------------------ API
     def submit(self, job: RunSpec) -> str:
-        job.validate()
-        ok, why = job.recipe.supports(self.name)
-        if not ok:
-            raise LabError(f"qemu backend cannot run {job.recipe.name}: {why}")
-        try:  # the recipe again, against this lab's configured limits (it may have been hand-built)
-            from bot.lab.recipes import make_recipe
-
-            make_recipe(job.recipe.name, job.recipe.params, self.lab_config)
-        except RecipeError as exc:
-            raise LabError(f"recipe rejected: {exc}") from None
-        ok, why = self.supports(job.recipe)
-        if not ok:
-            raise LabError(f"qemu backend cannot run {job.recipe.name}: {why}")
+        self._vet(job)
         if job.good.arch != job.bad.arch:
             raise LabError("good and bad builds must have the same arch")
         tools = job.recipe.recipe.guest_tools
@@ -214,119 +192,23 @@ class QemuBackend(Backend):
         problem = initramfs_mod.busybox_problem(self.cfg.busybox)
         if problem:
             raise LabError(problem)
-        runs = self.work_dir / "runs"
-        runs.mkdir(parents=True, exist_ok=True)
-        while True:
-            run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(4)}"
-            run_dir = runs / run_id
-            try:
-                run_dir.mkdir()
-                break
-            except FileExistsError:
-                continue
-        handle = f"qemu:{run_id}"
-        schedule = job.schedule()
-        atomic_write_json(run_dir / "spec.json", {"handle": handle, "job": job.to_dict(),
-                                                   "backend": asdict(self.cfg), "schedule": schedule,
-                                                   "build_options": self.lab_config.get("build_options"),
-                                                   "submitted_at": time.time()})
-        atomic_write_json(run_dir / "state.json", {"status": Status(QUEUED, "waiting for the worker", 0, len(schedule),
-                                                                     updated_at=time.time()).to_dict(),
-                                                    "batches": [], "builds": {}, "accel": None})
-        log = open(run_dir / "worker.log", "ab")
-        try:
-            proc = subprocess.Popen([sys.executable, "-m", "bot.lab.backends.qemu", "worker", str(run_dir)],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, close_fds=True, cwd=str(run_dir))
-        finally:
-            log.close()
-        self._children.add(handle, proc)
-        atomic_write_json(run_dir / "worker.json", {"pid": proc.pid, "pgid": proc.pid, "started_at": time.time()})
+        handle, run_dir = self._new_run(
+            job, {"backend": asdict(self.cfg), "build_options": self.lab_config.get("build_options")},
+            {"builds": {}, "accel": None}, "waiting for the worker")
+        self._start(handle, run_dir, "bot.lab.backends.qemu")
         return handle
 
-    def _reap(self, handle: str) -> None:
-        self._children.reap(handle)
-
-    def _worker_pid(self, run_dir: Path) -> int | None:
-        w = read_json(run_dir / "worker.json", {}) or {}
-        return w.get("pid")
-
-    def poll(self, handle: str) -> Status:
-        run_dir = self._run_dir(handle)
-        self._reap(handle)
-        state = read_json(run_dir / "state.json", {}) or {}
-        st = Status.from_dict(state.get("status") or {"state": FAILED, "message": "state.json unreadable"})
-        if st.finished:
-            return st
-        pid = self._worker_pid(run_dir)
-        if pid is None:
-            # submit() writes worker.json right after starting the worker; give it a moment
-            time.sleep(0.2)
-            pid = self._worker_pid(run_dir)
-        if proc_alive_and_ours(pid, str(run_dir)):
-            return st
-        # dead worker: it may have finished between our two reads
-        self._reap(handle)
-        state = read_json(run_dir / "state.json", {}) or {}
-        st = Status.from_dict(state.get("status") or {"state": FAILED})
-        if st.finished:
-            return st
-        tail = ""
-        try:
-            lines = (run_dir / "worker.log").read_text(errors="replace").strip().splitlines()
-            tail = f"; worker.log: {printable(lines[-1], 200)}" if lines else ""
-        except OSError:
-            pass
-        st = Status(FAILED, f"worker process {pid} died before finishing (last state: {st.state}: {st.message}){tail}",
-                    st.batches_done, st.batches_total, updated_at=time.time())
-        state["status"] = st.to_dict()
-        atomic_write_json(run_dir / "state.json", state)
+    def _after_worker_died(self, run_dir: Path, state: dict) -> None:
         self._kill_leftovers(run_dir, state)
-        return st
-
-    def fetch_samples(self, handle: str) -> Samples:
-        run_dir = self._run_dir(handle)
-        st = self.poll(handle)
-        if st.state != DONE:
-            raise LabError(f"run {handle} is {st.state}: {st.message}")
-        res = read_json(run_dir / "result.json")
-        if not res:
-            raise LabError(f"run {handle} is done but result.json is missing")
-        return Samples(res["samples"], log_path=str(run_dir / "run.log"), metric=res["metric"],
-                       higher_is_better=res["higher_is_better"], order=res.get("order"), warmups=res.get("warmups"))
 
     def cancel(self, handle: str, grace_s: float = 5.0) -> Status:
         run_dir = self._run_dir(handle)
         (run_dir / "cancel").write_text(str(time.time()))
-        pid = self._worker_pid(run_dir)
-        if proc_alive_and_ours(pid, str(run_dir)):
-            try:
-                os.killpg(pid, signal.SIGTERM)  # the worker's own group: worker + its qemu
-            except ProcessLookupError:
-                pass
-            end = time.monotonic() + grace_s
-            while time.monotonic() < end and _pgid_members(pid):
-                self._reap(handle)
-                time.sleep(0.1)
-            if _pgid_members(pid):
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                end = time.monotonic() + grace_s
-                while time.monotonic() < end and _pgid_members(pid):
-                    self._reap(handle)
-                    time.sleep(0.05)
+        pid = self._worker_pid(run_dir)  # the worker's own process group: the worker and its qemu
+        self._stop_worker(handle, run_dir, grace_s, group=True, alive=lambda: bool(_pgid_members(pid)))
         self._reap(handle)
-        state = read_json(run_dir / "state.json", {}) or {}
-        self._kill_leftovers(run_dir, state)
-        st = Status.from_dict(state.get("status") or {"state": FAILED})
-        if not st.finished:
-            st = Status(FAILED, "cancelled by request", st.batches_done, st.batches_total, cancelled=True,
-                        updated_at=time.time())
-            state["status"] = st.to_dict()
-            atomic_write_json(run_dir / "state.json", state)
-        return st
+        self._kill_leftovers(run_dir, read_json(run_dir / "state.json", {}) or {})
+        return self._settle_cancel(run_dir)
 
     def _kill_leftovers(self, run_dir: Path, state: dict) -> None:
         """Kill a recorded qemu that is still ours (PDEATHSIG normally got it already)."""
@@ -337,20 +219,8 @@ class QemuBackend(Backend):
             except ProcessLookupError:
                 pass
 
-    def describe(self, handle: str) -> dict:
-        run_dir = self._run_dir(handle)
-        st = self.poll(handle)
-        spec = read_json(run_dir / "spec.json", {})
-        state = read_json(run_dir / "state.json", {}) or {}
-        return {"backend": self.name, "handle": handle, "run_dir": str(run_dir), "status": st.to_dict(),
-                "job": spec.get("job"), "schedule": spec.get("schedule"), "batches": state.get("batches", []),
-                "builds": state.get("builds", {}), "accel": state.get("accel"), "log_path": str(run_dir / "run.log")}
-
-    def list_runs(self) -> list[str]:
-        d = self.work_dir / "runs"
-        if not d.is_dir():
-            return []
-        return sorted(f"qemu:{p.name}" for p in d.iterdir() if RUN_ID_RE.match(p.name) and (p / "spec.json").is_file())
+    def _describe_more(self, spec: dict, state: dict) -> dict:
+        return {"builds": state.get("builds", {}), "accel": state.get("accel")}
 
 
 # ====================================================================================== worker
@@ -397,6 +267,9 @@ def parse_console(text: str) -> dict:
 
 
 class _Worker:
+    """The qemu transport of one run (in the detached worker process): resolves the builds,
+    boots a guest per batch and feeds what it sees to the run's :class:`RunMachine`."""
+
     def __init__(self, run_dir: Path):
         self.run_dir = run_dir
         spec = json.loads((run_dir / "spec.json").read_text())
@@ -405,27 +278,35 @@ class _Worker:
         self.schedule = [tuple(x) for x in spec["schedule"]]
         self.build_options = spec.get("build_options") or None  # [lab.builds] host settings (tree builds)
         self.state = read_json(run_dir / "state.json", {}) or {}
-        self.state.setdefault("batches", [])
         self.state.setdefault("builds", {})
+        self.machine = RunMachine.restore(self.schedule, self.job.timeouts, self.state)
         self.qemu: subprocess.Popen | None = None
-        self.deadline = time.monotonic() + self.job.timeouts.total_s
         self.log = open(run_dir / "run.log", "a", encoding="utf-8", errors="replace")
 
-    # -- state ----------------------------------------------------------------------------------
-    def set_status(self, state: str, message: str, **kw) -> None:
-        done = sum(1 for b in self.state["batches"] if b.get("ok"))
-        self.state["status"] = Status(state, message, done, len(self.schedule), updated_at=time.time(), **kw).to_dict()
-        atomic_write_json(self.run_dir / "state.json", self.state)
+    # -- the machine ------------------------------------------------------------------------------
+    def send(self, event) -> list:
+        """Feed the run's machine; carry out what it asks (save the state, stop the guest)."""
+        actions = self.machine.send(event)
+        for a in actions:
+            if isinstance(a, StopWork):
+                self.stop_qemu()
+            elif isinstance(a, Save):
+                save_state(self.run_dir, self.state, self.machine)
+        return actions
 
     def note(self, text: str) -> None:
         self.log.write(f"# {time.strftime('%H:%M:%S')} {text}\n")
         self.log.flush()
 
-    def check_cancel(self) -> None:
+    def check_cancel(self) -> list[Expired]:
+        """Raise on a cancel request or the run's total timeout; the batch limits that passed."""
         if (self.run_dir / "cancel").exists():
             raise _Cancelled()
-        if time.monotonic() > self.deadline:
-            raise _BootFailed(f"total timeout of {self.job.timeouts.total_s:.0f}s exceeded")
+        expired = [a for a in self.send(Tick(time.monotonic())) if isinstance(a, Expired)]
+        for a in expired:
+            if a.phase == "total":
+                raise _BootFailed(a.reason)
+        return expired
 
     # -- one run at a time per work dir -----------------------------------------------------------
     def acquire_lab_lock(self) -> None:
@@ -433,23 +314,14 @@ class _Worker:
         disturb each other's numbers).  flock: released by the kernel if the worker dies."""
         if not self.cfg.exclusive:
             return
-        import fcntl
 
-        self.lock_fh = open(Path(self.cfg.work_dir) / "lab.lock", "a+")
-        waiting = False
-        while True:
-            try:
-                fcntl.flock(self.lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not waiting:
-                    self.note("waiting for another run in this work dir to finish")
-                    self.set_status(QUEUED, "waiting for another run in this work dir to finish (lab.lock)")
-                    waiting = True
-                self.check_cancel()
-                time.sleep(0.5)
-        if waiting:
-            self.set_status(RUNNING, "got the lab lock")
+        def waiting() -> None:
+            self.note("waiting for another run in this work dir to finish")
+            self.send(Waiting(time.monotonic(), "waiting for another run in this work dir to finish (lab.lock)"))
+
+        self.lock_fh, waited = exclusive_lock(Path(self.cfg.work_dir) / "lab.lock", waiting, self.check_cancel)
+        if waited:
+            self.send(Progress(time.monotonic(), "got the lab lock"))
 
     # -- accelerator ----------------------------------------------------------------------------
     def accel_file(self) -> Path:
@@ -496,30 +368,31 @@ class _Worker:
             self.qemu = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                          preexec_fn=_set_pdeathsig, close_fds=True)
         self.state["qemu_pid"] = self.qemu.pid
-        self.set_status(RUNNING, f"batch {index + 1}/{len(self.schedule)}: booting {label} ({accel})")
+        self.send(BatchStarted(t0, index, boot_s=boot_timeout))
+        self.send(Progress(time.monotonic(), f"batch {index + 1}/{len(self.schedule)}: booting {label} ({accel})"))
         failure: str | None = None
         reached_init = False
-        result_seen_at = None
         try:
             while True:
                 rc = self.qemu.poll()
                 text = console.read_text(errors="replace") if console.exists() else ""
-                reached_init = reached_init or START_MARK in text
-                elapsed = time.monotonic() - t0
+                if not reached_init and START_MARK in text:
+                    reached_init = True
+                    self.send(GuestStarted(time.monotonic()))
                 if rc is not None:
                     break
                 if "\nRESULT " in text or text.startswith("RESULT "):
-                    result_seen_at = result_seen_at or time.monotonic()
-                    if time.monotonic() - result_seen_at > 10:
-                        self.note("guest printed its result but did not power off: killed")
-                        break
-                elif not reached_init and elapsed > boot_timeout:
+                    self.send(ResultSeen(time.monotonic()))
+                expired = self.check_cancel()
+                if any(a.phase == "poweroff" for a in expired):
+                    self.note("guest printed its result but did not power off: killed")
+                    break
+                if any(a.phase == "boot" for a in expired):
                     failure = f"boot timeout: no start marker after {boot_timeout:.0f}s ({accel})"
                     break
-                elif elapsed > self.job.timeouts.batch_s:
-                    failure = f"batch timeout: {self.job.timeouts.batch_s:.0f}s exceeded"
+                if expired:
+                    failure = expired[0].reason
                     break
-                self.check_cancel()
                 time.sleep(0.2)
         finally:
             rc = self.stop_qemu()
@@ -532,24 +405,28 @@ class _Worker:
         self.log.flush()
         parsed = parse_console(text)
         if failure is None:
-            if not parsed["started"]:
-                last = printable(" | ".join((stderr.strip().splitlines() or text.strip().splitlines() or ["no output"])[-2:]))
-                failure = f"guest never reached init (qemu exit {rc}): {last}"
-            elif parsed["result"] != "ok":
-                failure = (f"guest reported failure: {parsed['reason']}" if parsed["result"] == "fail"
-                           else "guest stopped before RESULT (kernel panic or crash?)")
-            elif len(parsed["bench"]) != n_samples or len(parsed["warmup"]) != self.job.warmup:
-                failure = (f"expected {n_samples} samples + {self.job.warmup} warm-ups, "
-                           f"parsed {len(parsed['bench'])} + {len(parsed['warmup'])}")
-            elif parsed["metrics"] != {self.job.recipe.metric}:
-                failure = f"unexpected metric names {sorted(parsed['metrics'])}"
-            elif any(not v > 0 for v in parsed["bench"]):
-                failure = "non-positive sample"
-        batch = {"index": index, "build": label, "accel": accel, "kernel_release": parsed["kernel"],
-                 "samples": parsed["bench"], "warmups": parsed["warmup"], "ok": failure is None,
-                 "error": failure, "duration_s": round(duration, 2), "console": console.name,
-                 "reached_init": parsed["started"]}
-        return batch
+            failure = self.judge(parsed, rc, text, stderr, n_samples)
+        return {"index": index, "build": label, "accel": accel, "kernel_release": parsed["kernel"],
+                "samples": parsed["bench"], "warmups": parsed["warmup"], "ok": failure is None,
+                "error": failure, "duration_s": round(duration, 2), "console": console.name,
+                "reached_init": parsed["started"]}
+
+    def judge(self, parsed: dict, rc, text: str, stderr: str, n_samples: int) -> str | None:
+        """What is wrong with a finished boot's console (None: a good batch)."""
+        if not parsed["started"]:
+            last = printable(" | ".join((stderr.strip().splitlines() or text.strip().splitlines() or ["no output"])[-2:]))
+            return f"guest never reached init (qemu exit {rc}): {last}"
+        if parsed["result"] != "ok":
+            return (f"guest reported failure: {parsed['reason']}" if parsed["result"] == "fail"
+                    else "guest stopped before RESULT (kernel panic or crash?)")
+        if len(parsed["bench"]) != n_samples or len(parsed["warmup"]) != self.job.warmup:
+            return (f"expected {n_samples} samples + {self.job.warmup} warm-ups, "
+                    f"parsed {len(parsed['bench'])} + {len(parsed['warmup'])}")
+        if parsed["metrics"] != {self.job.recipe.metric}:
+            return f"unexpected metric names {sorted(parsed['metrics'])}"
+        if any(not v > 0 for v in parsed["bench"]):
+            return "non-positive sample"
+        return None
 
     def stop_qemu(self) -> int | None:
         """Stop the current guest (if any); its exit status (negative: killed by that signal)."""
@@ -568,6 +445,70 @@ class _Worker:
         return q.returncode
 
     # -- the run --------------------------------------------------------------------------------
+    def prepare(self) -> tuple[dict, dict, int]:
+        """Resolve both builds and make the initramfs of each batch size: (kernels, initrds, mem)."""
+        self.qemu_bin = QemuBackend(self.cfg).qemu_binary(self.job.good.arch)
+        kernels = {}
+        for label in ("good", "bad"):
+            spec = self.job.build(label)
+            self.note(f"resolving {label}: {spec.describe()}")
+            kw = {"deb_dir": self.cfg.deb_dir} if spec.kind == "debian" and self.cfg.deb_dir else {}
+            if spec.kind == "tree":
+                kw = {"opts": self.build_options, "progress": self.note}
+            rb = resolve(spec, self.cfg.builds_dir, **kw)
+            kernels[label] = rb.kernel
+            self.state["builds"][label] = rb.to_dict()
+            self.check_cancel()
+        mem, scratch = QemuBackend(self.cfg).guest_memory_mib(self.job.recipe)
+        initrds: dict[int, Path] = {}
+        for _, n in self.schedule:
+            if n not in initrds:
+                initrds[n] = initramfs_mod.initramfs_for(
+                    self.job.recipe, samples=n, warmup=self.job.warmup, scratch_mib=scratch,
+                    cache_dir=Path(self.cfg.work_dir) / "initramfs", busybox=self.cfg.busybox)
+        return kernels, initrds, mem
+
+    def run_batches(self, kernels: dict, initrds: dict, mem: int) -> int:
+        accel, probing = self.initial_accel()
+        self.state["accel"] = accel
+        actions = self.send(Ready(time.monotonic()))
+        while True:
+            run = next((a for a in actions if isinstance(a, RunBatch)), None)
+            if run is None:
+                break
+            self.check_cancel()
+            index, label, n = run.batch.index, run.batch.label, run.batch.samples
+            if probing:
+                batch = self.boot(index, label, kernels[label], initrds[n], "kvm-probe", mem, n,
+                                  min(self.cfg.kvm_probe_timeout_s, self.job.timeouts.boot_s))
+                probing = False
+                if batch["reached_init"]:
+                    self.remember_kvm(True, f"guest reached init in {batch['duration_s']}s")
+                else:
+                    kvm_error = batch["error"] or "no start marker"
+                    accel = "tcg"
+                    self.state["accel"] = accel
+                    batch = self.boot(index, label, kernels[label], initrds[n], accel, mem, n,
+                                      self.job.timeouts.boot_s)
+                    if batch["reached_init"]:  # the same kernel boots under TCG: KVM is the problem
+                        self.remember_kvm(False, kvm_error)
+                    else:  # the kernel itself does not boot: learn nothing about KVM
+                        self.note("KVM probe inconclusive: the guest does not boot under TCG either")
+            else:
+                batch = self.boot(index, label, kernels[label], initrds[n], accel, mem, n, self.job.timeouts.boot_s)
+            if not batch["ok"]:
+                self.note(f"batch {index + 1} failed: {batch['error']}")
+            actions = self.send(BatchFinished(time.monotonic(), batch))
+        if self.machine.finished:  # a batch failed
+            return 1
+        complete = next(a for a in actions if isinstance(a, Complete))
+        write_result(self.run_dir, complete, metric=self.job.recipe.metric,
+                     higher_is_better=self.job.recipe.higher_is_better, accel=self.state["accel"],
+                     kernels={k: v.get("description") for k, v in self.state["builds"].items()})
+        self.note("done")
+        self.send(Finished(time.monotonic(), f"({self.job.recipe.metric}, accel {self.state['accel']})"))
+        return 0
+
     def run(self) -> int:
         signal.signal(signal.SIGTERM, self._on_term)
         signal.signal(signal.SIGINT, self._on_term)
@@ -575,84 +516,24 @@ class _Worker:
         atomic_write_json(self.run_dir / "worker.json", pid_info)
         try:
             self.check_cancel()
-            self.set_status(RUNNING, "resolving builds")
-            self.qemu_bin = QemuBackend(self.cfg).qemu_binary(self.job.good.arch)
-            kernels = {}
-            for label in ("good", "bad"):
-                spec = self.job.build(label)
-                self.note(f"resolving {label}: {spec.describe()}")
-                kw = {"deb_dir": self.cfg.deb_dir} if spec.kind == "debian" and self.cfg.deb_dir else {}
-                if spec.kind == "tree":
-                    kw = {"opts": self.build_options, "progress": self.note}
-                rb = resolve(spec, self.cfg.builds_dir, **kw)
-                kernels[label] = rb.kernel
-                self.state["builds"][label] = rb.to_dict()
-                self.check_cancel()
-            mem, scratch = QemuBackend(self.cfg).guest_memory_mib(self.job.recipe)
-            initrds: dict[int, Path] = {}
-            for _, n in self.schedule:
-                if n not in initrds:
-                    initrds[n] = initramfs_mod.initramfs_for(
-                        self.job.recipe, samples=n, warmup=self.job.warmup, scratch_mib=scratch,
-                        cache_dir=Path(self.cfg.work_dir) / "initramfs", busybox=self.cfg.busybox)
+            self.send(Begin(time.monotonic(), "resolving builds"))
+            kernels, initrds, mem = self.prepare()
             self.acquire_lab_lock()
-            accel, probing = self.initial_accel()
-            self.state["accel"] = accel
-            for index, (label, n) in enumerate(self.schedule):
-                self.check_cancel()
-                if probing:
-                    batch = self.boot(index, label, kernels[label], initrds[n], "kvm-probe", mem, n,
-                                      min(self.cfg.kvm_probe_timeout_s, self.job.timeouts.boot_s))
-                    probing = False
-                    if batch["reached_init"]:
-                        self.remember_kvm(True, f"guest reached init in {batch['duration_s']}s")
-                    else:
-                        kvm_error = batch["error"] or "no start marker"
-                        accel = "tcg"
-                        self.state["accel"] = accel
-                        batch = self.boot(index, label, kernels[label], initrds[n], accel, mem, n,
-                                          self.job.timeouts.boot_s)
-                        if batch["reached_init"]:  # the same kernel boots under TCG: KVM is the problem
-                            self.remember_kvm(False, kvm_error)
-                        else:  # the kernel itself does not boot: learn nothing about KVM
-                            self.note("KVM probe inconclusive: the guest does not boot under TCG either")
-                else:
-                    batch = self.boot(index, label, kernels[label], initrds[n], accel, mem, n,
-                                      self.job.timeouts.boot_s)
-                self.state["batches"].append(batch)
-                if not batch["ok"]:
-                    self.note(f"batch {index + 1} failed: {batch['error']}")
-                    self.set_status(FAILED, f"batch {index + 1} ({label}) failed: {batch['error']}")
-                    return 1
-                self.set_status(RUNNING, f"batch {index + 1}/{len(self.schedule)} done")
-            samples = {"good": [], "bad": []}
-            warmups = {"good": [], "bad": []}
-            for b in self.state["batches"]:
-                samples[b["build"]] += b["samples"]
-                warmups[b["build"]] += b["warmups"]
-            atomic_write_json(self.run_dir / "result.json", {
-                "samples": samples, "warmups": warmups, "metric": self.job.recipe.metric,
-                "higher_is_better": self.job.recipe.higher_is_better,
-                "order": [b["build"] for b in self.state["batches"]], "accel": self.state["accel"],
-                "kernels": {k: v.get("description") for k, v in self.state["builds"].items()}})
-            self.note("done")
-            self.set_status(DONE, f"{len(samples['good'])} good + {len(samples['bad'])} bad samples "
-                                  f"({self.job.recipe.metric}, accel {self.state['accel']})")
-            return 0
+            return self.run_batches(kernels, initrds, mem)
         except _Cancelled:
             self.stop_qemu()
             self.note("cancelled")
-            self.set_status(FAILED, "cancelled by request", cancelled=True)
+            self.send(CancelRequested(time.monotonic()))
             return 2
         except (_BootFailed, BuildError, RecipeError, LabError, OSError) as exc:
             self.stop_qemu()
             self.note(f"failed: {exc}")
-            self.set_status(FAILED, str(exc))
+            self.send(Failed(time.monotonic(), str(exc)))
             return 1
         except Exception as exc:  # noqa: BLE001 - report anything instead of dying silently
             self.stop_qemu()
             self.note(f"internal error: {exc!r}")
-            self.set_status(FAILED, f"internal error: {exc!r}")
+            self.send(Failed(time.monotonic(), f"internal error: {exc!r}"))
             raise
         finally:
             self.log.close()
@@ -663,11 +544,7 @@ class _Worker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2 or argv[0] != "worker":
-        print("usage: python -m bot.lab.backends.qemu worker RUN_DIR", file=sys.stderr)
-        return 64
-    return _Worker(Path(argv[1])).run()
+    return worker_main(argv, "bot.lab.backends.qemu", "worker", lambda run_dir: _Worker(run_dir).run())
 
 
 if __name__ == "__main__":
