@@ -63,7 +63,7 @@ def pick_pair() -> tuple[str, str]:
 
 
 def lab_config(work: Path, cache: Path, build_map: dict[str, str], **lab) -> dict:
-    return {"lab": {"runs": 5, "extend_step": 5, "max_runs": 20, "samples_per_batch": 5, "warmup": 1,
+    return {"lab": {"runs": 5, "extend_step": 5, "max_runs": 20, "samples_per_batch": 1, "warmup": 1,
                     "timeouts": {"boot_s": 180, "batch_s": 600, "total_s": 1800},
                     "qemu": {"build_cache": str(cache), "accel": "tcg"},
                     "builds": build_map,

@@ -52,6 +52,9 @@ def main() -> None:
     ap.add_argument("--load-cv", type=float, default=0.0,
                     help="a shared host: runs also scaled by a drifting load (AR(1), this CV in %%)")
     ap.add_argument("--load-rho", type=float, default=0.9, help="the load's correlation between consecutive runs")
+    ap.add_argument("--runs-per-boot", type=int, default=None,
+                    help="samples per batch (one boot); the batch is the unit (default: [lab] samples_per_batch)")
+    ap.add_argument("--boot-cv", type=float, default=0.0, help="boot-to-boot variation of a batch, CV in %%")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     settings = lab_settings({})  # the defaults of deploy/lab-example.toml
@@ -59,11 +62,13 @@ def main() -> None:
         settings["spending"] = args.spending
     if args.analysis:
         settings["analysis"] = args.analysis
+    if args.runs_per_boot:
+        settings["samples_per_batch"] = args.runs_per_boot
     design = Design.from_settings(settings)
     t0 = time.perf_counter()
     rows = power_table(design, cv_percent=args.cv, changes=TABLE_CHANGES, trials=args.trials, seed=args.seed,
                        lkp_runs=args.lkp_runs, load_cv_percent=args.load_cv, load_rho=args.load_rho,
-                       order=settings["order"])
+                       order=settings["order"], boot_cv_percent=args.boot_cv)
     out = {"trials": args.trials, "cv_percent": args.cv, "design": design.to_dict(), "lkp_runs": args.lkp_runs,
            "rows": rows, "seconds": round(time.perf_counter() - t0, 1)}
     if args.json:
@@ -72,6 +77,8 @@ def main() -> None:
     print(f"{args.trials} trials per cell, CV {args.cv}%, looks {list(design.looks)} per build, "
           f"alpha {design.alpha} ({design.spending}), {design.analysis} analysis, {settings['order']} order"
           + (f", shared host: load CV {args.load_cv}% (rho {args.load_rho})" if args.load_cv else "")
+          + (f", {design.per_unit} runs per boot, boot CV {args.boot_cv}% (units: boots)" if design.per_unit > 1
+             or args.boot_cv else "")
           + f"; LKP's rule at {args.lkp_runs} runs per build (no host load)")
     print(f"{'':41s}sequential procedure | LKP changed_stat.rb | ranges disjoint")
     print(f"{'change':>7s} {'FP (A/A)':>9s} {'FP 95% CI':>15s} {'power':>8s} {'mean runs':>9s} {'max':>4s}"

@@ -167,6 +167,10 @@ def test_judge_step_good_bad_more_skip():
     assert j.verdict == b.SKIP and "inconclusive after 10 runs" in j.reasons[0]
     j = b.judge_step(good, noisy[:1], d, ends_change_percent=ends)
     assert j.verdict == b.MORE and j.next_runs == 4
+    # one boot per build (5 runs each): no interval yet, so no call from the point estimate
+    boots = Design.from_settings({"runs": 5, "extend_step": 5, "max_runs": 10, "samples_per_batch": 5})
+    j = b.judge_step(good, [80 + rng.gauss(0, 1) for _ in range(5)], boots, ends_change_percent=ends)
+    assert j.verdict == b.MORE and j.next_runs == 5
     # lower is better (time): the bad end is 2x slower; a step as slow is bad, one as fast good
     fast = [1.0 + i / 1000 for i in range(5)]
     assert b.judge_step(fast, [2.0 + i / 1000 for i in range(5)], d, ends_change_percent=100.0,

@@ -65,7 +65,7 @@ def build_options() -> dict:
 
 def config(linux, tmp_path: Path, **lab) -> dict:
     return {"lab": {
-        "runs": 5, "samples_per_batch": 5, "warmup": 1, "max_runs": 10, "extend_step": 5, "alpha": 0.01,
+        "runs": 5, "samples_per_batch": 1, "warmup": 1, "max_runs": 10, "extend_step": 5, "alpha": 0.01,
         "lease_s": 30, "poll_interval_s": 1, "daily_budget_minutes": 0,
         "timeouts": {"boot_s": 120, "batch_s": 300, "total_s": 3600},
         "qemu": {"accel": "tcg", "work_dir": str(tmp_path / "qemu-lab")},

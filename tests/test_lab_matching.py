@@ -366,3 +366,19 @@ def test_example_lab_config_is_valid():
     assert ms[1].cpu.model == "6238m" and ms[1].storage_types == ("nvme", "hdd") and ms[2].manual
     assert BuildMap.from_config(d).resolve("6.1.0-56-rt-amd64")[0].debian == "linux-image-6.1.0-56-rt-amd64-unsigned"
     assert lab_settings(d)["runs"] == 5 and sched_settings(d)["on_no_match"] == "decline"
+
+
+def test_plan_says_when_boots_are_the_unit_and_too_few_to_decide():
+    """samples_per_batch > 1: the plan says the boot is the unit, and warns when the design
+    can never reach the 5 boots per build a verdict needs."""
+    from bot.lab.plan import make_plan
+
+    rec = {"id": 4, "good": "v1", "bad": "v2", "config": {"benchmark": "getpid"}}
+    few = make_plan(rec, {"lab": {"builds": {"v*": "/k/{ref}"}, "samples_per_batch": 5, "max_runs": 20}})
+    assert any("looks at [1, 2, 3, 4] boots" in n for n in few.notes), few.notes
+    assert any("no rerun can end confirmed" in n for n in few.notes)
+    enough = make_plan(rec, {"lab": {"builds": {"v*": "/k/{ref}"}, "samples_per_batch": 2, "max_runs": 20}})
+    assert any("the boot is the unit" in n for n in enough.notes)
+    assert not any("no rerun can end confirmed" in n for n in enough.notes)
+    one = make_plan(rec, {"lab": {"builds": {"v*": "/k/{ref}"}}})
+    assert not any(n.startswith("design:") for n in one.notes)

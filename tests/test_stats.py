@@ -145,6 +145,64 @@ def test_shared_host_false_positives_and_power():
     assert p["power"] > 0.35 and w["power"] < 0.1 and p["load_cv_percent"] == 10.0
 
 
+# ---------------------------------------------------------------------------------- boots as units
+BOOTS = Design.from_settings({"runs": 5, "extend_step": 5, "max_runs": 20, "samples_per_batch": 5})
+
+
+def test_batches_of_one_boot_are_the_units():
+    """With 5 runs per boot the looks count boots: 1, 2, 3, 4 per build; a look with one boot
+    per build spends nothing; rounds are cut into batches as the backends cut them."""
+    assert BOOTS.per_unit == 5 and BOOTS.looks == (5, 10, 15, 20) and BOOTS.unit_looks == (1, 2, 3, 4)
+    assert BOOTS.levels()[0] == 0.0 and all(x > 0 for x in BOOTS.levels()[1:])
+    d = Design.from_settings({"runs": 6, "extend_step": 6, "max_runs": 12, "samples_per_batch": 4})
+    assert d.rounds(6) == [4, 2] and d.rounds(12) == [4, 2, 4, 2] and d.unit_looks == (2, 4)
+    assert DESIGN.per_unit == 1 and DESIGN.unit_looks == DESIGN.looks
+
+
+def test_one_boot_per_build_is_never_a_verdict():
+    """The A/A rerun of the third session's CI: two boots of the same kernel, 5 runs each,
+    2.5% apart with a within-boot CV of 0.6%.  Runs as units call that confirmed; boots as
+    units cannot judge one boot per build and ask for more."""
+    good = samples(148.9, 0.006, 5, 11)
+    bad = samples(145.2, 0.006, 5, 12)
+    assert decide(good, bad, DESIGN, claimed_change_percent=-10).verdict == CONFIRMED  # runs as units
+    j = decide(good, bad, BOOTS, claimed_change_percent=-10, emulated=True)
+    assert j.verdict == INCONCLUSIVE and j.next_runs == 5 and (j.units_good, j.units_bad) == (1, 1)
+    assert j.reasons[0].startswith("continue") and "boot-to-boot variation" in j.reasons[0]
+    assert j.to_dict()["ci"] == [None, None]  # no interval from one boot
+    last = Design.from_settings({"runs": 5, "extend_step": 5, "max_runs": 5, "samples_per_batch": 5})
+    j = decide(good, bad, last, claimed_change_percent=-10)
+    assert j.verdict == INCONCLUSIVE and j.stop and j.reasons[0].startswith("inconclusive")
+
+
+def test_boot_means_are_judged_and_a_real_change_still_confirms():
+    """Five boots per build whose means differ by boot-to-boot noise only: A/A not confirmed;
+    a clear drop across every boot: confirmed, with boots in the reason."""
+    rng = np.random.default_rng(3)
+    d = Design.from_settings({"runs": 25, "extend_step": 5, "max_runs": 30, "samples_per_batch": 5})
+
+    def boots(mean, k):
+        return [x for _ in range(k) for x in rng.normal(mean * np.exp(rng.normal(0, 0.02)), mean * 0.005, 5)]
+
+    aa = decide(boots(100, 5), boots(100, 5), d)
+    assert aa.verdict != CONFIRMED and aa.units_good == 5
+    drop = decide(boots(100, 5), boots(80, 5), d)
+    assert drop.verdict == CONFIRMED and "5+5 boots (25+25 runs)" in drop.reasons[0]
+
+
+def test_boot_to_boot_variation_keeps_the_false_positive_rate():
+    """`lab power --runs-per-boot 5 --boot-cv 2`: each boot shifts its 5 runs by its own
+    factor (CV 2%, runs within it 0.6%); A/A pairs stay within alpha with boots as units, where
+    runs as units would confirm most of them."""
+    d = Design.from_settings({"runs": 25, "extend_step": 25, "max_runs": 50, "samples_per_batch": 5})
+    kw = {"cv_percent": 0.6, "change_percent": 0.0, "trials": 600, "seed": 9, "boot_cv_percent": 2.0}
+    boots = simulate(d, **kw)
+    fp = boots["rates"][CONFIRMED] + boots["rates"][IMPROVED]
+    assert wilson(round(fp * 600), 600)[0] <= 0.01
+    runs = simulate(Design(d.looks), runs_per_boot=5, **kw)  # the same layout judged run by run
+    assert runs["rates"][CONFIRMED] + runs["rates"][IMPROVED] > 0.2
+
+
 # ---------------------------------------------------------------------------------- verdicts
 def test_clear_throughput_drop_is_confirmed_at_the_first_look():
     j = decide(samples(100, 0.012, 5, 1), samples(94, 0.012, 5, 2), DESIGN, claimed_change_percent=-6)

@@ -232,9 +232,14 @@ def lab_plan(obj, ident, runs, as_json):
               help="A shared host: each run is also slowed by a drifting load factor with this CV in %.")
 @click.option("--load-rho", type=click.FloatRange(0, 0.999), default=0.9, show_default=True,
               help="With --load-cv: correlation of the load between consecutive runs.")
+@click.option("--boot-cv", type=click.FloatRange(0, 50), default=0.0, show_default=True,
+              help="Boot-to-boot variation in %: every batch (one boot) is scaled by its own factor.")
+@click.option("--runs-per-boot", type=click.IntRange(1, 100), default=None,
+              help="Samples per batch (default: [lab] samples_per_batch); each batch is one unit.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def lab_power(obj, cv, change, machine, trials, seed, table, lkp_runs, load_cv, load_rho, as_json):
+def lab_power(obj, cv, change, machine, trials, seed, table, lkp_runs, load_cv, load_rho, boot_cv, runs_per_boot,
+              as_json):
     """Simulate the scheduler's sequential procedure (the [lab] design: same looks, same
     rules, same code): false-positive rate on A/A pairs, power and runs at a change."""
     from bot.lab.inventory import get_machine, is_emulated
@@ -250,6 +255,8 @@ def lab_power(obj, cv, change, machine, trials, seed, table, lkp_runs, load_cv, 
         raise click.BadParameter("must be in [-90, 1000]", param_hint="--change")
     try:
         settings = lab_settings(obj.config)
+        if runs_per_boot is not None:
+            settings["samples_per_batch"] = runs_per_boot
         design, order = Design.from_settings(settings), settings["order"]
         emulated = False
         if machine is not None:
@@ -261,7 +268,7 @@ def lab_power(obj, cv, change, machine, trials, seed, table, lkp_runs, load_cv, 
         raise click.ClickException(str(exc)) from None
     if not table:
         out = power(design, cv_percent=cv, change_percent=change, trials=trials, seed=seed, emulated=emulated,
-                    load_cv_percent=load_cv, load_rho=load_rho, order=order)
+                    load_cv_percent=load_cv, load_rho=load_rho, order=order, boot_cv_percent=boot_cv)
         out["machine"] = machine
         if as_json:
             _dump(out)
@@ -269,7 +276,7 @@ def lab_power(obj, cv, change, machine, trials, seed, table, lkp_runs, load_cv, 
             _print_power(out, design, cv, change, trials, emulated)
         return
     rows = power_table(design, cv_percent=cv, trials=trials, seed=seed, emulated=emulated, lkp_runs=lkp_runs,
-                       load_cv_percent=load_cv, load_rho=load_rho, order=order,
+                       load_cv_percent=load_cv, load_rho=load_rho, order=order, boot_cv_percent=boot_cv,
                        **({"changes": (change,)} if change is not None else {}))
     if as_json:
         _dump({"machine": machine, "emulated": emulated, "looks": list(design.looks), "rows": rows})
@@ -280,6 +287,9 @@ def lab_power(obj, cv, change, machine, trials, seed, table, lkp_runs, load_cv, 
 def _print_power(out: dict, design, cv: float, change: float, trials: int, emulated: bool) -> None:
     """``lab power --change``: error rates, power and runs of one simulated change."""
     load = f", shared host (load CV {out['load_cv_percent']}%, rho {out['load_rho']})" if out["load_cv_percent"] else ""
+    if design.per_unit > 1:
+        load += (f", {design.per_unit} runs per boot (units: boots, {list(design.unit_looks)} per look; boot CV "
+                 f"{out['boot_cv_percent']}%)")
     click.echo(f"looks {out['looks']} runs per build, alpha {design.alpha} ({design.spending}), "
                f"{design.analysis} analysis, {out['order']} order, CV {cv}%, {trials} trials"
                f"{', emulated machine' if emulated else ''}{load}")

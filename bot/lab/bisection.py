@@ -220,12 +220,14 @@ def judge_step(good: list[float], step: list[float], design, *, ends_change_perc
     change = (ms / mg - 1) * 100 if mg else None
     half = _log_change(ends_change_percent) / 2
     lo, hi = j.ci
-    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-        lo = hi = j.change_percent
-    l_lo, l_hi = _log_change(lo), _log_change(hi)
+    bounded = lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi)
+    if not bounded:  # no interval at this look (a look that spends nothing, or one boot per side)
+        lo, hi = -math.inf, math.inf
+    l_lo = _log_change(lo) if math.isfinite(lo) else -math.inf
+    l_hi = _log_change(hi) if math.isfinite(hi) else math.inf
     bad_side_low = half < 0  # the bad end lies below the good one (a throughput drop)
-    like_good = l_lo > half if bad_side_low else l_hi < half
-    like_bad = l_hi < half if bad_side_low else l_lo > half
+    like_good = bounded and (l_lo > half if bad_side_low else l_hi < half)
+    like_bad = bounded and (l_hi < half if bad_side_low else l_lo > half)
     what = (f"{j.change_percent:+.2f}% vs the good end (interval {lo:+.2f}%..{hi:+.2f}%, p={j.p_value:.2g}); "
             f"half the ends' change is {math.expm1(half) * 100:+.1f}%")
     common = dict(change_percent=round(change, 3) if change is not None else None, vs_good=j.to_dict())

@@ -433,6 +433,22 @@ class RerunPlan:
         return p
 
 
+def _design_notes(s: dict[str, Any], plan: RerunPlan) -> list[str]:
+    """What the design can conclude: with several runs per boot the looks count boots, and a
+    verdict needs 5 boots per build (the rank test's floor, :mod:`bot.lab.stats`)."""
+    from bot.lab.stats import Design
+
+    d = Design.from_settings({**s, "runs": plan.runs, "max_runs": plan.max_runs})
+    if d.per_unit == 1:
+        return []
+    units = list(d.unit_looks)
+    out = [f"design: {d.per_unit} runs per boot: the boot is the unit, looks at {units} boots per build"]
+    if units[-1] < 5:
+        out.append(f"design: at most {units[-1]} boots per build: no rerun can end confirmed or improved "
+                   f"(a verdict needs 5); lower samples_per_batch or raise max_runs")
+    return out
+
+
 def make_plan(rec: dict[str, Any], config: Any, *, runs: int | None = None) -> RerunPlan:
     """The plan for record ``rec`` (as :func:`bot.tracker.records.get_record` returns it).  Never raises
     for what the record says: problems end up in ``plan.declined`` with the reason."""
@@ -449,6 +465,7 @@ def make_plan(rec: dict[str, Any], config: Any, *, runs: int | None = None) -> R
             raise PlanError(f"runs must be an int in [{lo}, {hi}]")
         plan.runs = runs
     plan.max_runs = max(plan.max_runs, plan.runs)
+    plan.notes += _design_notes(s, plan)
     cp = rec.get("change_percent")
     plan.claimed_change_percent = float(cp) if isinstance(cp, (int, float)) and not isinstance(cp, bool) else None
     # -- workload

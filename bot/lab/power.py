@@ -19,7 +19,7 @@ from bot.lab.stats import CONFIRMED, IMPROVED, VERDICTS, Design, clean_samples, 
 
 
 def run_order(n: int, order: str = "abba") -> list[str]:
-    """Build labels of ``n`` runs per build in execution order, one sample per batch, as
+    """Build labels of ``n`` batches per build in execution order, as
     :meth:`bot.lab.backends.base.RunSpec.schedule` lays them out."""
     if order == "blocked":
         return ["good"] * n + ["bad"] * n
@@ -47,35 +47,46 @@ class HostLoad:
 
 def simulate(design: Design, *, cv_percent: float, change_percent: float, trials: int = 2000, seed: int = 0,
              claimed_change_percent: float | None = None, emulated: bool = False,
-             load_cv_percent: float = 0.0, load_rho: float = 0.9, order: str = "abba") -> dict[str, Any]:
+             load_cv_percent: float = 0.0, load_rho: float = 0.9, order: str = "abba",
+             boot_cv_percent: float = 0.0, runs_per_boot: int | None = None) -> dict[str, Any]:
     """Run the scheduler's loop (:func:`decide` at each look, ``next_runs`` more per build until
     it says stop) on normal samples with the given CV and true change (a throughput metric,
-    mean 100), the runs of each round laid out in ``order`` as the backends run them.  With
-    ``load_cv_percent`` the host is shared: every run is also scaled by :class:`HostLoad`
-    (slow drift of the machine's speed, continuing across rounds).  Returns the verdict rates
-    and run counts."""
+    mean 100), the batches of each round laid out in ``order`` as the backends run them
+    (``design.per_unit`` runs per batch).  With ``load_cv_percent`` the host is shared: every
+    run is also scaled by :class:`HostLoad` (slow drift of the machine's speed, continuing
+    across rounds); with ``boot_cv_percent`` every batch (one boot) is scaled by its own
+    factor, the boot-to-boot variation.  ``runs_per_boot``: lay the runs out in batches of this
+    size while the design judges by its own ``per_unit`` (what judging runs as if they were
+    boots would do).  Returns the verdict rates and run counts."""
+    from dataclasses import replace
+
+    layout = design if runs_per_boot is None else replace(design, per_unit=runs_per_boot)
     rng = np.random.default_rng(seed)
     counts = {v: 0 for v in VERDICTS}
     runs = []
     sd = cv_percent
     bad_mean = 100.0 * (1 + change_percent / 100)
 
-    def draw(n: int, load: HostLoad) -> tuple[list[float], list[float]]:
+    def draw(done: int, n: int, load: HostLoad) -> tuple[list[float], list[float]]:
+        sizes = layout.rounds(done + n)[len(layout.rounds(done)) if done else 0:]
         out: dict[str, list[float]] = {"good": [], "bad": []}
-        for label in run_order(n, order):
+        seen = {"good": 0, "bad": 0}
+        for label in run_order(len(sizes), order):  # one batch (one boot) per label
+            size, seen[label] = sizes[seen[label]], seen[label] + 1
             mean = 100.0 if label == "good" else bad_mean
-            out[label].append(float(rng.normal(mean, sd)) * load.next())
+            boot = math.exp(float(rng.normal(0.0, boot_cv_percent / 100))) if boot_cv_percent else 1.0
+            out[label] += [float(rng.normal(mean, sd)) * boot * load.next() for _ in range(size)]
         return out["good"], out["bad"]
 
     for _ in range(trials):
         load = HostLoad(rng, load_cv_percent, load_rho)
-        good, bad = draw(design.looks[0], load)
+        good, bad = draw(0, design.looks[0], load)
         while True:
             j = decide(good, bad, design, higher_is_better=True, claimed_change_percent=claimed_change_percent,
                        emulated=emulated)
             if j.stop:
                 break
-            g, b = draw(j.next_runs, load)
+            g, b = draw(len(good), j.next_runs, load)
             good += g
             bad += b
         counts[j.verdict] += 1
@@ -96,12 +107,12 @@ def wilson(k: int, n: int, z: float = 1.96) -> list[float]:
 
 def power(design: Design, *, cv_percent: float, change_percent: float, trials: int = 2000, seed: int = 0,
           emulated: bool = False, load_cv_percent: float = 0.0, load_rho: float = 0.9,
-          order: str = "abba") -> dict[str, Any]:
+          order: str = "abba", boot_cv_percent: float = 0.0) -> dict[str, Any]:
     """``regtriage lab power``: the procedure on A/A pairs (false positives: confirmed or
     improved) and on pairs with the claimed change (power: confirmed), the claim being
     ``change_percent`` in both; ``load_cv_percent``: a shared host (:class:`HostLoad`)."""
     kw = {"claimed_change_percent": change_percent, "emulated": emulated, "load_cv_percent": load_cv_percent,
-          "load_rho": load_rho, "order": order}
+          "load_rho": load_rho, "order": order, "boot_cv_percent": boot_cv_percent}
     aa = simulate(design, cv_percent=cv_percent, change_percent=0.0, trials=trials, seed=seed, **kw)
     ab = simulate(design, cv_percent=cv_percent, change_percent=change_percent, trials=trials, seed=seed + 1, **kw)
     fp = aa["rates"][CONFIRMED] + aa["rates"][IMPROVED]
@@ -109,7 +120,7 @@ def power(design: Design, *, cv_percent: float, change_percent: float, trials: i
             "looks": list(design.looks), "alpha": design.alpha, "spending": design.spending,
             "analysis": design.analysis, "order": order,
             "load_cv_percent": load_cv_percent, "load_rho": load_rho if load_cv_percent else None,
-            "emulated": emulated,
+            "runs_per_boot": design.per_unit, "boot_cv_percent": boot_cv_percent, "emulated": emulated,
             "false_positive_rate": fp, "false_positive_ci95": wilson(round(fp * trials), trials),
             "power": ab["rates"][CONFIRMED],
             "mean_runs": ab["mean_runs"], "max_runs": design.max_runs, "max_runs_observed": ab["max_runs"],
@@ -151,10 +162,11 @@ def ranges_disjoint(good, bad) -> bool:
 
 def power_table(design: Design, *, cv_percent: float, changes=TABLE_CHANGES, trials: int = 2000, seed: int = 0,
                 emulated: bool = False, lkp_runs: int = 10, load_cv_percent: float = 0.0, load_rho: float = 0.9,
-                order: str = "abba") -> list[dict[str, Any]]:
+                order: str = "abba", boot_cv_percent: float = 0.0) -> list[dict[str, Any]]:
     """:func:`power` for each change, with LKP's rule at ``lkp_runs`` per side beside it."""
     return [{**power(design, cv_percent=cv_percent, change_percent=c, trials=trials, seed=seed, emulated=emulated,
-                     load_cv_percent=load_cv_percent, load_rho=load_rho, order=order),
+                     load_cv_percent=load_cv_percent, load_rho=load_rho, order=order,
+                     boot_cv_percent=boot_cv_percent),
              "lkp": lkp_rates(cv_percent=cv_percent, change_percent=c, runs=lkp_runs, trials=trials, seed=seed)}
             for c in changes]
 

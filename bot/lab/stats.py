@@ -33,6 +33,15 @@ one error budget:
   so far and the measured noise -- is below ``futility_power`` (default 0.1).
 * **Maximum n**: ``max_runs`` per build; without a crossing there the verdict is
   ``inconclusive`` (or ``not-reproduced`` per the rule above), with the reason.
+* **The unit is the boot** (the batch): with ``samples_per_batch`` > 1 the runs of one batch
+  share one boot of the kernel (one guest, one KASLR layout, one page-cache state), and a
+  second boot of the very same kernel can differ by more than the runs within a boot do (an A/A
+  rerun on QEMU came out -2.5% with a within-boot CV of 0.6%).  Runs within a boot are not
+  independent replicates, so each batch is reduced to one value (its geometric mean; the
+  arithmetic mean if a value is not positive) and the tests, the CV, the boundaries and the
+  looks count batches.  A look with fewer than 2 batches per build cannot estimate the
+  boot-to-boot variation: it is never a decision, only "continue" (or ``inconclusive`` at the
+  last look).  With one sample per batch (the default) units and runs are the same.
 
 :func:`decide` is the one function the scheduler calls at every look;
 :func:`bot.lab.power.simulate` runs the very same loop on simulated samples (``regtriage lab
@@ -188,6 +197,7 @@ class Design:
     allow_emulated: bool = False
     noise_percent: float = 1.0
     analysis: str = "paired"
+    per_unit: int = 1  # samples per batch (one boot): the batch is the unit of analysis
 
     def __post_init__(self):
         if not self.looks or any(n < 2 for n in self.looks) or list(self.looks) != sorted(set(self.looks)):
@@ -196,6 +206,8 @@ class Design:
             raise ValueError(f"spending must be one of {', '.join(SPENDING)}")
         if self.analysis not in ANALYSES:
             raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}")
+        if self.per_unit < 1:
+            raise ValueError("per_unit (samples per batch) must be >= 1")
 
     @classmethod
     def from_settings(cls, s: dict[str, Any]) -> "Design":
@@ -207,18 +219,49 @@ class Design:
             looks.append(cap)
         kw = {k: s.get(k, v) for k, v in DESIGN_DEFAULTS.items()}
         kw = {k: (type(DESIGN_DEFAULTS[k])(v) if v is not None else DESIGN_DEFAULTS[k]) for k, v in kw.items()}
-        return cls(tuple(looks), **kw)
+        return cls(tuple(looks), per_unit=max(int(s.get("samples_per_batch") or 1), 1), **kw)
 
     @property
     def max_runs(self) -> int:
         return self.looks[-1]
 
+    def rounds(self, n: int) -> list[int]:
+        """Batch sizes of ``n`` runs per build taken as the scheduler takes them: the first
+        round of ``looks[0]`` runs, then one round per look, each cut into batches of
+        ``per_unit`` (the last batch of a round carries the remainder, as
+        :meth:`bot.lab.backends.base.RunSpec.schedule` does; runs past the last look form
+        a round of their own)."""
+        sizes: list[int] = []
+        done = 0
+        for m in [*self.looks, max(n, self.looks[-1])]:
+            step = min(m, n) - done
+            if step <= 0:
+                continue
+            per = min(self.per_unit, step)
+            k = math.ceil(step / per)
+            sizes += [per] * (k - 1) + [step - per * (k - 1)]
+            done += step
+        return sizes
+
+    @property
+    def unit_looks(self) -> tuple[int, ...]:
+        """Batches (units) per build at each look."""
+        return tuple(len(self.rounds(n)) for n in self.looks)
+
     def levels(self, paired: bool | None = None) -> tuple[float, ...]:
         """Nominal one-sided level of each look, per direction, for the paired t statistic
-        (``paired``; default: this design's analysis) or Welch's."""
+        (``paired``; default: this design's analysis) or Welch's, calibrated on the batches per
+        look.  Looks with fewer than 2 batches spend nothing (they cannot test): their share of
+        alpha passes to the first look that can."""
+        units = self.unit_looks
+        valid = tuple(u for u in units if u >= 2)
+        if not valid:
+            return (0.0,) * len(units)
         if self.analysis == "paired" if paired is None else paired:
-            return paired_boundaries(self.looks, self.alpha / 2, self.spending)
-        return boundaries(self.looks, self.alpha / 2, self.spending)
+            lv = paired_boundaries(valid, self.alpha / 2, self.spending)
+        else:
+            lv = boundaries(valid, self.alpha / 2, self.spending)
+        return (0.0,) * (len(units) - len(valid)) + tuple(lv)
 
     def look_index(self, n: int) -> int:
         """0-based index of the look that ``n`` runs per side have reached (the last planned
@@ -230,7 +273,8 @@ class Design:
         return k
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "looks": list(self.looks), "levels": list(self.levels())}
+        return {**asdict(self), "looks": list(self.looks), "unit_looks": list(self.unit_looks),
+                "levels": list(self.levels())}
 
 
 # ---------------------------------------------------------------------------------- judging
@@ -264,6 +308,9 @@ class Judgement:
     claimed_change_percent: float | None = None
     reasons: list[str] = field(default_factory=list)
     analysis: str = "welch"  # "paired": the i-th samples of both builds as pairs; "welch": two samples
+    units_good: int = 0  # batches (boots) judged: with per_unit > 1 each batch is one value
+    units_bad: int = 0
+    per_unit: int = 1
 
     @property
     def stop(self) -> bool:
@@ -284,6 +331,19 @@ def clean_samples(samples) -> np.ndarray:
     if arr.size and not np.all(np.isfinite(arr)):
         raise ValueError("samples must be finite numbers")
     return arr
+
+
+def to_units(x: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """One value per batch (the unit): the geometric mean of its runs, the arithmetic mean when
+    a value is not positive.  ``sizes``: the batch sizes in order (:meth:`Design.rounds`)."""
+    if len(sizes) == len(x):
+        return x
+    if sum(sizes) != len(x):
+        raise ValueError(f"{len(x)} samples do not fill batches of {sizes}")
+    parts = np.split(x, np.cumsum(sizes)[:-1])
+    if np.all(x > 0):
+        return np.asarray([math.exp(float(np.log(p).mean())) for p in parts])
+    return np.asarray([float(p.mean()) for p in parts])
 
 
 def _welch(g: np.ndarray, b: np.ndarray) -> tuple[float, float, float, bool]:
@@ -375,7 +435,9 @@ class _Test:
 
     def rank_p(self, worse: bool) -> float:
         """One-sided rank test (only where a boundary is crossed): signed-rank on the pair
-        differences, else Mann-Whitney U."""
+        differences, else Mann-Whitney U.  Its smallest attainable p is also the procedure's
+        minimum of evidence: a one-sided signed-rank test on n pairs cannot go below 2**-n, so
+        a paired verdict needs at least 5 units (boots) per build."""
         from scipy import stats
 
         if np.ptp(np.concatenate([self.g, self.b])) == 0:
@@ -431,14 +493,17 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
         raise ValueError("the good build's mean is 0: a % change is undefined")
     n = min(len(g), len(b))
     k = design.look_index(n)
-    t = _test(g, b, design, k, higher_is_better)
+    gu, bu = to_units(g, design.rounds(len(g))), to_units(b, design.rounds(len(b)))
+    if min(len(gu), len(bu)) < 2:
+        return _one_boot(g, b, gu, bu, design, k, n, higher_is_better, claimed_change_percent, emulated)
+    t = _test(gu, bu, design, k, higher_is_better)
     sign, log, a_k, p_reg, p_imp = t.sign, t.log, t.a_k, t.p_reg, t.p_imp
     lo, hi = t.est - t.half, t.est + t.half
     ci = (_pct(lo, log), _pct(hi, log)) if math.isfinite(t.half) else (-math.inf, math.inf)
     reg_lo, reg_hi = min(sign * lo, sign * hi), max(sign * lo, sign * hi)  # regression-side ends
-    cv = max(float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in (g, b))
+    cv = max(float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in (gu, bu))
     gate_problems = _gate_problems(cv, design, emulated)
-    where = (f"CV {cv:.1f}% over {len(g)}+{len(b)} runs" + (" on an emulated machine" if emulated else ""))
+    where = (f"CV {cv:.1f}% over {_runs_text(g, b, gu, bu)}" + (" on an emulated machine" if emulated else ""))
     ci_text = (f"{(1 - design.alpha) * 100:g}% repeated interval [{ci[0]:+.2f}%, {ci[1]:+.2f}%]")
     look_text = f"look {k + 1}/{len(design.looks)}"
     claimed = abs(claimed_change_percent) if claimed_change_percent else None
@@ -493,7 +558,36 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
                      len(g), len(b), higher_is_better, float(g.mean()), float(b.mean()), float(np.median(g)),
                      float(np.median(b)), float(g.std(ddof=1)), float(b.std(ddof=1)), round(cv, 3), k + 1,
                      list(design.looks), a_k, design.alpha, 1 - design.alpha, emulated, not gate_problems, cp,
-                     next_runs, claimed_change_percent, reasons, analysis="paired" if t.paired else "welch")
+                     next_runs, claimed_change_percent, reasons, analysis="paired" if t.paired else "welch",
+                     units_good=len(gu), units_bad=len(bu), per_unit=design.per_unit)
+
+
+def _runs_text(g: np.ndarray, b: np.ndarray, gu: np.ndarray, bu: np.ndarray) -> str:
+    if len(gu) == len(g) and len(bu) == len(b):
+        return f"{len(g)}+{len(b)} runs"
+    return f"{len(gu)}+{len(bu)} boots ({len(g)}+{len(b)} runs)"
+
+
+def _one_boot(g, b, gu, bu, design: Design, k: int, n: int, higher_is_better: bool,
+              claimed_change_percent: float | None, emulated: bool) -> Judgement:
+    """Fewer than 2 batches (boots) of a build so far: no test, only the estimate; continue to
+    the next look, or inconclusive at the last."""
+    log = bool(np.all(g > 0) and np.all(b > 0))
+    est = float(np.log(bu).mean() - np.log(gu).mean()) if log else float(bu.mean() - gu.mean()) / abs(float(gu.mean()))
+    last = k == len(design.looks) - 1
+    why = (f"{len(gu)}+{len(bu)} boots ({len(g)}+{len(b)} runs, up to {design.per_unit} per boot): runs within "
+           f"one boot are not independent, and the boot-to-boot variation cannot be estimated from one boot "
+           f"per build")
+    reason = (f"inconclusive: {why} (the maximum of {design.max_runs} runs was reached)" if last
+              else f"continue: {why}")
+    next_runs = 0 if last else design.looks[k + 1] - n
+    cv = max(float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in (g, b))
+    return Judgement(INCONCLUSIVE, round(_pct(est, log), 3), (-math.inf, math.inf), 1.0, 1.0, math.nan,
+                     len(g), len(b), higher_is_better, float(g.mean()), float(b.mean()), float(np.median(g)),
+                     float(np.median(b)), float(g.std(ddof=1)), float(b.std(ddof=1)), round(cv, 3), k + 1,
+                     list(design.looks), 0.0, design.alpha, 1 - design.alpha, emulated, False, None,
+                     next_runs, claimed_change_percent, [reason], analysis=design.analysis,
+                     units_good=len(gu), units_bad=len(bu), per_unit=design.per_unit)
 
 
 def _undecided(t: _Test, design: Design, n: int, k: int, *, rules_out: bool, gate_problems: list[str],
@@ -512,7 +606,9 @@ def _undecided(t: _Test, design: Design, n: int, k: int, *, rules_out: bool, gat
                                        f"{texts['what']}, but not-reproduced needs the noise gate to pass")
     cp = None
     if t.se > 0 and not last and not (t.p_reg < t.a_k or t.p_imp < t.a_k):
-        cp = _conditional_power(t.reg / t.se, n, design.max_runs, interest / t.se, t.levels[-1], t.df)
+        units = design.unit_looks
+        cp = _conditional_power(t.reg / t.se, len(t.g), max(units[-1], len(t.g)), interest / t.se, t.levels[-1],
+                                t.df)
     size = f"{claimed:.1f}% (claimed)" if claimed else f"{2 * design.noise_percent:g}%"
     if cp is not None and cp < design.futility_power:
         noisy = cv > design.max_cv_percent or t.reg > 0
