@@ -39,19 +39,28 @@ _WEAK_AFTER3 = re.compile(r"\s+(?:performance|test|process|throughput|benchmark|
 _LOOP_DONE = re.compile(r"\s*;\s*done\b.*$")
 _CMD_OPT = re.compile(r"\s-{1,2}\w|\b\w+=\S")
 _MAKE_J = re.compile(r"\s-j")
-_CFG_LINE = re.compile(r"[ \t>]*(?:#\s*)?CONFIG_[A-Z0-9_]+(?:=\S*| is not set)\s*$")
-_CFG_FILLER = re.compile(r"[ \t>]*(?:#.*)?$")  # blank or comment lines inside a .config
-CONFIG_DUMP_LINES = 20  # a run of this many option lines is an attached .config, not a named option
+_CFG_LINE = re.compile(r"[ \t>|]*[+-]?(?:#\s*)?CONFIG_[A-Z0-9_]+(?:=\S*| is not set)\s*$")
+_CFG_DIFF_LINE = re.compile(r"[ \t>|]*[+-](?:#\s*)?CONFIG_")  # a line of a diff between two .config files
+_CFG_FILLER = re.compile(r"[ \t>|]*(?:#.*|@@ .*)?$")  # blank or comment lines inside a .config
+CONFIG_DUMP_LINES = 200  # a run this long is a whole .config (even tinyconfig writes several hundred lines)
+CONFIG_EXCERPT_LINES = 3  # a run this long is text in .config format (an excerpt, a fragment)
+_CFG_HEADER = re.compile(r"[ \t>|]*#\s*(?:Automatically generated (?:file|make config)|Linux/\S+ \S+ Kernel Configuration"
+                         r"|Linux kernel version:)", re.I)
 
 
-def config_dumps(text: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` that are a pasted or attached kernel .config: runs of at least
-    CONFIG_DUMP_LINES option lines (``CONFIG_X=y``, ``# CONFIG_X is not set``), blank and
-    comment lines allowed between them.  Every option of the kernel is in such a dump, so its
-    options are not the ones the report names as part of its setup."""
-    out: list[tuple[int, int]] = []
+def config_runs(text: str) -> list[tuple[int, int, bool]]:
+    """Spans of ``text`` in .config format -- runs of at least CONFIG_EXCERPT_LINES option lines
+    (``CONFIG_X=y``, ``# CONFIG_X is not set``), blank and comment lines allowed between them --
+    each with whether it is a whole .config: the generator's header ("# Automatically generated
+    file; DO NOT EDIT.", "# Linux/x86 6.1.0 Kernel Configuration") starts it, or it runs to
+    CONFIG_DUMP_LINES option lines, or it is a diff between two .config files (lines marked
+    ``+``/``-``).  A whole .config lists every option of the kernel, so none of them is one the
+    report names as its setup; in an excerpt the options shown as set are, the "is not set"
+    lines are the rest of the file."""
+    out: list[tuple[int, int, bool]] = []
     start = end = None
     count = pos = 0
+    header = False
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
         if _CFG_LINE.match(body):
@@ -59,16 +68,29 @@ def config_dumps(text: str) -> list[tuple[int, int]]:
                 start, count = pos, 0
             count += 1
             end = pos + len(line)
+            header = header or bool(_CFG_DIFF_LINE.match(body))
+        elif _CFG_HEADER.match(body):
+            if start is not None and count >= CONFIG_EXCERPT_LINES:
+                out.append((start, end, header or count >= CONFIG_DUMP_LINES))
+            start, count, header = None, 0, True
         elif start is not None and not _CFG_FILLER.match(body):
-            if count >= CONFIG_DUMP_LINES:
-                out.append((start, end))
-            start, count = None, 0
+            if count >= CONFIG_EXCERPT_LINES:
+                out.append((start, end, header or count >= CONFIG_DUMP_LINES))
+            start, count, header = None, 0, False
+        elif start is None and header and not _CFG_FILLER.match(body):
+            header = False
         pos += len(line)
-    if start is not None and count >= CONFIG_DUMP_LINES:
-        out.append((start, end))
+    if start is not None and count >= CONFIG_EXCERPT_LINES:
+        out.append((start, end, header or count >= CONFIG_DUMP_LINES))
     return out
 
 
+def config_dumps(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` that are a whole pasted or attached kernel .config (:func:`config_runs`)."""
+    return [(a, b) for a, b, whole in config_runs(text) if whole]
+
+
+_CFG_UNSET = re.compile(r" is not set\b")
 _CFG_CODE = re.compile(r"\s*[+\-@]|\s*#\s*(?:if|ifdef|ifndef|endif|define)|.*\bIS_ENABLED\(")
 _CFG_SUGGEST = re.compile(r"\b(?:suggest\w*|try|could you|can you|maybe|perhaps|should|instead|alternatively|"
                           r"would|if you)\b", I)
@@ -352,10 +374,13 @@ def _cfg_kernel_config(ex: Extractor, cfg: dict, spans: dict) -> None:
     """Kernel config options named as part of the setup (not those of an attached .config)."""
     mt = ex.mt
     seen: dict[str, str] = {}
-    dumps = config_dumps(mt.clean) if "CONFIG_" in mt.clean else []
+    runs = config_runs(mt.clean) if "CONFIG_" in mt.clean else []
     for m in mt.finditer(P.CONFIG_OPT):
-        if any(a <= m.start() < b for a, b in dumps):
+        run = next((whole for a, b, whole in runs if a <= m.start() < b), None)
+        if run:
             continue  # an attached .config lists every option
+        if run is not None and _CFG_UNSET.match(mt.clean, m.start() + len(m.group(1))):
+            continue  # "# CONFIG_X is not set" in a .config excerpt: an option not chosen
         u = ex.mt.unit_at(m.start())
         utext = u.text if u else ""
         if u and u.structured and _CFG_CODE.match(utext):

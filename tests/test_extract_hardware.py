@@ -80,3 +80,27 @@ def test_less_common_architectures_are_named():
     assert c.hardware["arch"] == "sparc64"
     c = extractors.extract("parisc: kernel panic since 4.2", "The PA-RISC box panics at boot since 4.2.\n")
     assert c.hardware["arch"] == "parisc"
+
+
+def _config_report(block: str) -> str:
+    return ("Since v6.8 my box hangs at boot; v6.7 was fine. This is a regression.\n\n"
+            "The relevant part of my config:\n\n" + block + "\nThanks,\nA User\n")
+
+
+def test_config_excerpt_whole_config_and_config_diff():
+    """Options in .config format: an excerpt names the options shown as set (its "is not set"
+    lines are the rest of the file); a whole .config (the generator's header) and a diff of two
+    .config files name none; a long hand-written list of set options is still a list."""
+    excerpt = "| CONFIG_MTD_PHYSMAP=y\n| CONFIG_MTD_PHYSMAP_LEN=0x400000\n| # CONFIG_MTD_PLATRAM is not set\n"
+    c = extractors.extract("[REGRESSION] mtd: flash gone since v6.8", _config_report(excerpt))
+    assert sorted(c.config["kernel_config"]) == ["CONFIG_MTD_PHYSMAP=y", "CONFIG_MTD_PHYSMAP_LEN=0x400000"]
+    whole = ("#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.8.0 Kernel Configuration\n#\n"
+             "CONFIG_CC_VERSION_TEXT=\"gcc\"\nCONFIG_CC_IS_GCC=y\nCONFIG_GCC_VERSION=120200\n# CONFIG_WERROR is not set\n")
+    c = extractors.extract("[REGRESSION] boot hang since v6.8", _config_report(whole))
+    assert c.config["kernel_config"] == []
+    diff = "@@ -19,7 +19,7 @@\n CONFIG_IRQ_WORK=y\n-CONFIG_PAHOLE_VERSION=127\n+CONFIG_PAHOLE_VERSION=128\n CONFIG_SLUB=y\n"
+    c = extractors.extract("[REGRESSION] boot hang since v6.8", _config_report(diff))
+    assert c.config["kernel_config"] == []
+    many = "".join(f"CONFIG_OPTION_{i}=y\n" for i in range(30))
+    c = extractors.extract("[REGRESSION] boot hang since v6.8", _config_report(many))
+    assert len(c.config["kernel_config"]) == 30
