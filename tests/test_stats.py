@@ -2,6 +2,7 @@
 rates (seeded simulations of the whole procedure), and the `stats` / `lab power` commands."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -352,3 +353,15 @@ def test_lab_power_command(tmp_path, cli):
     assert [x["change_percent"] for x in rows] == [-2.0, -3.5, -5.0, -10.0] and "lkp" in rows[0]
     assert cli("lab", "power", "--cv", "1.2").exit_code != 0
     assert cli("lab", "power", "--cv", "1.2", "--change", "-3", "--machine", "nope").exit_code != 0
+
+
+def test_interval_ends_for_people():
+    from bot.lab.stats import fmt_pct
+
+    assert fmt_pct(-3.214) == "-3.21%" and fmt_pct(12.0) == "+12.00%"
+    assert fmt_pct(6586160835821.97) == ">+1000%" and fmt_pct(float("inf")) == "unbounded" and fmt_pct(None) == "unbounded"
+    # two boots per build (1 df): the interval is honest but open above, and says so
+    d = Design.from_settings({"runs": 6, "extend_step": 6, "max_runs": 12, "samples_per_batch": 3})
+    j = decide([100, 101, 99, 60, 61, 59], [58, 59, 57, 35, 36, 34], d, claimed_change_percent=-30)
+    assert (j.units_good, j.units_bad) == (2, 2) and "e+" not in j.reasons[0]
+    assert all(len(x) < 9 for x in re.findall(r"[+-][\d.]+%", j.reasons[0]))

@@ -7,6 +7,7 @@ Shared by the scheduling requests (bot.lab.scheduling) and the run loop (bot.lab
 from __future__ import annotations
 
 import storage.lab_jobs as jobs
+from bot.lab.stats import fmt_pct
 from bot.tracker.records import add_note, get_record, set_status
 from storage.lab_jobs import Job
 from storage.lab_schema import FINAL_STATES
@@ -60,7 +61,7 @@ def verdict_note(job: Job) -> str:
     ci = r.get("ci") or [None, None]
     level = (1 - float(r.get("alpha") or 0.01)) * 100
     metric = (job.samples or {}).get("metric") or "metric"
-    ci_text = f"{ci[0]:+.2f}%..{ci[1]:+.2f}%" if None not in ci else "n/a"
+    ci_text = f"{fmt_pct(ci[0])}..{fmt_pct(ci[1])}" if None not in ci else "n/a"
     machine = f"{job.machine}{' (emulated)' if r.get('emulated') else ''}"
     cv = f", CV {r['cv_percent']:.1f}%" if r.get("cv_percent") is not None else ""
     reason = f" ({r['reasons'][0]})" if r.get("reasons") else ""

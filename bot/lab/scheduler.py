@@ -51,7 +51,7 @@ from bot.lab.matching import match_record
 from bot.lab.outcomes import apply_verdict, ended, mark_scheduled
 from bot.lab.plan import PlanError, RerunPlan
 from bot.lab.settings import default_owner, pinned_backend_config, sched_settings
-from bot.lab.stats import Design, decide
+from bot.lab.stats import Design, decide, fmt_pct
 from bot.tracker.records import get_record
 from storage.lab_jobs import Job
 from storage.lab_schema import FINAL_STATES
@@ -319,7 +319,7 @@ class Scheduler:
             self.extend(job, backend, j, acc, result, stats)
             return
         done = self.finish(job, "done", f"{j.verdict}: {j.change_percent:+.2f}% "
-                           f"(CI {j.ci[0]:+.2f}%..{j.ci[1]:+.2f}%), n={j.n_good}/{j.n_bad}: {j.reasons[0]}"[:4000],
+                           f"(CI {fmt_pct(j.ci[0])}..{fmt_pct(j.ci[1])}), n={j.n_good}/{j.n_bad}: {j.reasons[0]}"[:4000],
                            values={"samples": acc, "result": result, "verdict": j.verdict, "rounds": job.rounds + 1})
         if done:
             stats["done"] += 1
@@ -341,7 +341,7 @@ class Scheduler:
             self.failure(jobs.get(self.store, job.id), f"extension submit failed: {exc}", stats)
             return
         msg = (f"no decision at look {j.look}/{len(j.looks)} after {j.n_good}/{j.n_bad} runs "
-               f"({j.change_percent:+.2f}%, CI {j.ci[0]:+.2f}%..{j.ci[1]:+.2f}%, CV {j.cv_percent:.1f}%): "
+               f"({j.change_percent:+.2f}%, CI {fmt_pct(j.ci[0])}..{fmt_pct(j.ci[1])}, CV {j.cv_percent:.1f}%): "
                f"{n} more runs per build ({handle})")
         if jobs.extend(self.store, job, owner=self.owner, handle=handle, spec=spec, samples=acc, result=result,
                        deadline=self.deadline(spec), lease_until=self.lease_until(), now=self.now(), message=msg):

@@ -333,6 +333,16 @@ def clean_samples(samples) -> np.ndarray:
     return arr
 
 
+def fmt_pct(x: float | None) -> str:
+    """One end of an interval for people: ``-3.21%``; beyond +-1000% (a throughput cannot fall
+    below -100%, so only the upper end) or missing, the interval is open on that side."""
+    if x is None or not math.isfinite(x):
+        return "unbounded"
+    if abs(x) >= 1000:
+        return ">+1000%" if x > 0 else "<-1000%"
+    return f"{x:+.2f}%"
+
+
 def to_units(x: np.ndarray, sizes: list[int]) -> np.ndarray:
     """One value per batch (the unit): the geometric mean of its runs, the arithmetic mean when
     a value is not positive.  ``sizes``: the batch sizes in order (:meth:`Design.rounds`)."""
@@ -504,7 +514,7 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
     cv = max(float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in (gu, bu))
     gate_problems = _gate_problems(cv, design, emulated)
     where = (f"CV {cv:.1f}% over {_runs_text(g, b, gu, bu)}" + (" on an emulated machine" if emulated else ""))
-    ci_text = (f"{(1 - design.alpha) * 100:g}% repeated interval [{ci[0]:+.2f}%, {ci[1]:+.2f}%]")
+    ci_text = (f"{(1 - design.alpha) * 100:g}% repeated interval [{fmt_pct(ci[0])}, {fmt_pct(ci[1])}]")
     look_text = f"look {k + 1}/{len(design.looks)}"
     claimed = abs(claimed_change_percent) if claimed_change_percent else None
 

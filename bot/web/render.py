@@ -62,7 +62,7 @@ def ci(value: Any) -> str:
     if isinstance(value, (list, tuple)) and len(value) == 2:
         lo, hi = finite(value[0]), finite(value[1])
         if lo is not None and hi is not None:
-            return f"{lo:+.1f}% to {hi:+.1f}%"
+            return f"{lo:+.1f}% to {hi:+.1f}%" if abs(hi) < 1000 else f"{lo:+.1f}% to >+1000%"
     return ""
 
 
