@@ -187,10 +187,18 @@ def learned_decider(doc: Doc) -> Doc:
     return doc
 
 
+VOCAB_LIMIT = 400_000  # strings the pipeline's vocabulary may hold before it starts afresh
+
+
 @lru_cache(maxsize=1)
 def get_nlp() -> Language:
-    """The pipeline, built once per process."""
+    """The pipeline, built once per process (and again when its vocabulary outgrows
+    VOCAB_LIMIT: every new token string of every message stays in a spaCy vocabulary, so a
+    bot that ingests for months would grow without bound).  The lexical attribute getters are
+    dropped: no stage reads ``like_num``, ``shape`` and the like, and computing them for each
+    new string was a third of the cost of building a Doc."""
     nlp = spacy.blank("en", config={"nlp": {"tokenizer": {"@tokenizers": "regtriage_mail_tokenizer.v1"}}})
+    nlp.vocab.lex_attr_getters = {}
     nlp.add_pipe("regtriage_mail_segmenter")
     nlp.add_pipe("regtriage_kernel_entities")
     nlp.add_pipe("regtriage_claim_scorer")
@@ -201,6 +209,9 @@ def get_nlp() -> Language:
 def run(subject: str | None, body: str, learned_stage: bool = True) -> Doc:
     """Run the pipeline; ``learned_stage=False`` stops after the rule stages (training)."""
     nlp = get_nlp()
+    if len(nlp.vocab) > VOCAB_LIMIT:
+        get_nlp.cache_clear()
+        nlp = get_nlp()
     doc = nlp.make_doc(body)
     doc._.subject = subject
     for name, proc in nlp.pipeline:

@@ -145,3 +145,21 @@ def test_tokenizer_tokens_unchanged():
         doc = nlp.make_doc(t)
         assert doc.text == t
         assert ([x.text for x in doc], [bool(x.whitespace_) for x in doc]) == reference(t)
+
+
+def test_pipeline_vocabulary_is_bounded(monkeypatch):
+    """Every new token string stays in a spaCy vocabulary: past VOCAB_LIMIT the pipeline starts
+    afresh, so months of ingest do not grow the process without bound; results are the same."""
+    import extractors
+    from extractors import pipeline
+
+    text = "v6.7 was fine, v6.8 is 20% slower. Bisected to 0123456789ab.\n" + " ".join(
+        f"token{i}" for i in range(300))
+    before = extractors.extract("[REGRESSION] xfs: 20% slower since v6.8", text)
+    monkeypatch.setattr(pipeline, "VOCAB_LIMIT", 100)
+    first = pipeline.get_nlp()
+    assert len(first.vocab) > 100
+    after = extractors.extract("[REGRESSION] xfs: 20% slower since v6.8", text)
+    assert pipeline.get_nlp() is not first
+    assert (after.good, after.bad, after.culprit_commit, after.change_percent) == (
+        before.good, before.bad, before.culprit_commit, before.change_percent)
