@@ -244,7 +244,8 @@ def specific_prefix(title: str | None) -> str | None:
         # a prefix no table knows: a module, file or directory name of the tree ("btusb:")
         if not words or not re.search(r"[0-9_-]|^[a-z0-9]+$", words[0]):
             return None
-        area = kernel_paths.locate(words[0])
+        # a short name only as a directory's ("ptp:"; "ns:" is no ns.c of some driver)
+        area = kernel_paths.locate(words[0], dirs_only=len(words[0]) < 4)
         if area is None:
             return None
         words = words[1:]
@@ -258,7 +259,7 @@ def specific_prefix(title: str | None) -> str | None:
         loc = kernel_paths.locate(w, area, dirs_only=caps)
         if loc is None and PREFIX.get(w.lower(), "").startswith(area + "/"):
             loc = PREFIX[w.lower()]  # "mm: memcg:" -> mm/memcontrol
-        if loc is None and not caps:
+        if loc is None and not caps and not area.startswith("drivers/"):
             # the driver side of the same area ("Bluetooth: btusb:" -> drivers/bluetooth)
             g = kernel_paths.locate(w)
             last = area.rsplit("/", 1)[-1]

@@ -161,7 +161,8 @@ def test_kernel_tree_lookup_of_an_ambiguous_name_is_none():
     ("Bluetooth: btusb: add an id", "drivers/bluetooth"),
     ("iwlwifi: mvm: fix NVM check", "drivers/net/wireless/intel/iwlwifi"),  # a driver is not split
     ("Input: ads7846 - fix the irq", "drivers/input/touchscreen"),
-    ("mmc: sdhci: Remove finish_tasklet", "drivers/mmc/host"),
+    ("ns: fix", None),                             # a short name only as a directory's
+    ("ptp: add debugfs", "drivers/ptp"),
     ("tty: serial: 8250: fix", "drivers/tty/serial/8250"),
     ("x86/mce: fix", "arch/x86/kernel/cpu/mce"),
     ("r8169: fix rx", "drivers/net/ethernet/realtek"),
