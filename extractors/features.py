@@ -393,9 +393,20 @@ def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None
         # where the area was read from (a culprit's title prefix, a path, a keyword count ...)
         # and how deep it goes ("mm" vs "drivers/gpu/drm/i915")
         src = getattr(ex, "subsystem_source", None)
-        f.add(f"g:subsystem:src={src}")
-        f.add(f"g:subsystem:src={src}:kind={msg_kind}")
+        base, _, how = (src or "None").partition("+")
+        f.add(f"g:subsystem:src={base}")
+        f.add(f"g:subsystem:src={base}:kind={msg_kind}")
+        # made finer than the title's table entry by the kernel tree's names ("+tree": a driver's
+        # directory, a core file "mm/vmscan") or by the filesystem measured on ("+fs")
+        f.add(f"g:subsystem:finer={how or 'no'}")
+        f.add(f"g:subsystem:finer={how or 'no'}:src={base}")
         f.add(f"g:subsystem:parts={min(str(value).count('/') + 1, 3)}")
+        f.add(f"g:subsystem:top={str(value).split('/')[0]}")
+        # the area's own name written in the subject ("XFS", "rtw89_8852ae", "nvme-5.3")
+        last = str(value).rsplit("/", 1)[-1].lower()
+        named = re.search(r"(?<![a-z0-9])" + re.escape(last) + r"(?![a-z])", (ex.subject or "").lower())
+        f.add(f"g:subsystem:name_in_subject={named is not None}")
+        f.add(f"g:subsystem:name_in_subject={named is not None}:src={base}")
         # the area as the text writes it ("fs/xfs" in a path, "xfs:" in a title) or rewritten
         # from another name ("md/raid5:" -> drivers/md, "sched/fair:" -> sched)
         text = (fact.sentence if fact is not None and fact.sentence else ex.subject) or ""

@@ -240,7 +240,8 @@ _MEM_SIZE = re.compile(r"^(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]))\s*(?:of\s+)?(?:
 
 def _from_culprit_title(ex, rule: Claim, out: Claim) -> bool:
     """The rule's subsystem was read from the title of the commit the decided culprit is."""
-    if getattr(ex, "subsystem_source", None) not in ("culprit_title", "title_near_commit"):
+    src = (getattr(ex, "subsystem_source", None) or "").split("+")[0]
+    if src not in ("culprit_title", "title_near_commit"):
         return False
     a, b = (rule.culprit_commit or "").lower(), (out.culprit_commit or "").lower()
     if not (a and b and (a.startswith(b[:12]) or b.startswith(a[:12]))):
@@ -249,14 +250,14 @@ def _from_culprit_title(ex, rule: Claim, out: Claim) -> bool:
     # drivers/gpu/drm/xe); an area translated from another name ("shmem:" -> mm) or coarser
     # than the prefix ("sched/fair:" -> sched, which reports name either way) is left to the gate
     title = rule.culprit_subject
-    if not title and ex.subsystem_source == "title_near_commit":  # 'commit <sha>\n    mm: foo' (a git log block)
+    if not title and src == "title_near_commit":  # 'commit <sha>\n    mm: foo' (a git log block)
         title = title_near_commit(ex.clean, rule.culprit_commit)
     return prefix_is_value(title or "", str(rule.subsystem or ""))
 
 
 def _from_own_subject(ex, rule: Claim) -> bool:
     """The rule's subsystem is the area prefix of the report's own subject, as written."""
-    return (getattr(ex, "subsystem_source", None) == "subject_title"
+    return ((getattr(ex, "subsystem_source", None) or "").split("+")[0] == "subject_title"
             and prefix_is_value(ex.subject or "", str(rule.subsystem or "")))
 
 

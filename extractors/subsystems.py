@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from . import scan
+from . import kernel_paths, scan
 from .patterns import FILESYSTEMS
 
 ARCHES = {"x86": "x86", "arm64": "arm64", "arm": "arm", "powerpc": "powerpc", "ppc": "powerpc",
@@ -17,7 +17,7 @@ ARCHES = {"x86": "x86", "arm64": "arm64", "arm": "arm", "powerpc": "powerpc", "p
 
 PREFIX = {
     # memory management
-    "mm": "mm", "mempolicy": "mm", "memcg": "mm", "memcontrol": "mm", "slab": "mm", "slub": "mm", "slob": "mm",
+    "mm": "mm", "mempolicy": "mm", "memcg": "mm/memcontrol", "memcontrol": "mm/memcontrol", "slab": "mm", "slub": "mm", "slob": "mm",
     "vmscan": "mm", "hugetlb": "mm", "page_alloc": "mm", "swap": "mm", "zswap": "mm", "zsmalloc": "mm",
     "zram": "drivers/block/zram", "thp": "mm", "khugepaged": "mm", "memory-failure": "mm", "kasan": "mm",
     "kmsan": "mm", "kfence": "mm", "vmalloc": "mm", "mmap": "mm", "mlock": "mm", "mremap": "mm", "shmem": "mm",
@@ -154,9 +154,15 @@ def canonical(subsystem: str | None) -> str | None:
     if not subsystem:
         return None
     s = subsystem.strip().strip("/")
-    if s.startswith("kernel/") and len(s) > len("kernel/"):
-        s = s[len("kernel/"):]
+    rest = s[len("kernel/"):] if s.startswith("kernel/") else ""
+    if rest and ("/" in rest or rest in SHORT_CORE):
+        s = rest
     return s or None
+
+
+# core-kernel areas that go by their short name ("sched", "locking"); others keep their path
+# ("kernel/futex", "kernel/nsproxy"), and so do deeper ones' parents ("sched/fair" for kernel/sched/fair)
+SHORT_CORE = {"sched", "locking", "rcu", "cgroup", "bpf", "time", "irq", "trace", "printk", "workqueue"}
 
 
 def from_prefix(title: str | None) -> str | None:
@@ -212,6 +218,56 @@ def from_prefix(title: str | None) -> str | None:
     if head in PREFIX:
         return PREFIX[head]
     return None
+
+
+_PREFIX_PARTS = re.compile(r"^((?:[A-Za-z0-9_.,+/ -]{1,40}?:\s*){1,3})")
+# areas taken as one whole in kernel people's words: not refined into their subdirectories
+_WHOLE = re.compile(r"^(?:fs/(?!smb$)[^/]+|drivers/gpu/drm/[^/]+|arch/[^/]+/boot/dts)$")
+
+
+def specific_prefix(title: str | None) -> str | None:
+    """``from_prefix`` made as specific as the title's own prefix words say, with the kernel
+    tree's names (``kernel_paths``): "usb: dwc3: gadget:" -> drivers/usb/dwc3, "x86/mce:" ->
+    arch/x86/kernel/cpu/mce, "btusb:" -> drivers/bluetooth.  A file names its directory
+    ("sched/fair:" stays kernel/sched), and a driver's own directory is not split further
+    ("iwlwifi: mvm:" is iwlwifi)."""
+    area = from_prefix(title)
+    m = _PREFIX_PARTS.match(title.strip()) if title else None
+    if not m:
+        return area
+    words = [w.strip() for w in re.split(r"[:/,]", m.group(1)) if w.strip()]
+    dash = re.match(r"\s*([\w.-]+) - ", title.strip()[m.end():])  # the older "Input: ads7846 - fix ..."
+    if dash:
+        words.append(dash.group(1))
+    words = [w for w in words if re.fullmatch(r"[A-Za-z0-9_.+-]{2,30}", w)]
+    if area is None:
+        # a prefix no table knows: a module, file or directory name of the tree ("btusb:")
+        if not words or not re.search(r"[0-9_-]|^[a-z0-9]+$", words[0]):
+            return None
+        # a short name only as a directory's ("ptp:"; "ns:" is no ns.c of some driver)
+        area = kernel_paths.locate(words[0], dirs_only=len(words[0]) < 4)
+        if area is None:
+            return None
+        words = words[1:]
+    for w in words:
+        if _WHOLE.match(area) or kernel_paths.is_leaf(area):
+            break
+        if w.lower() in area.lower().split("/"):
+            continue
+        # a word in capitals names a directory ("ASoC: SOF:"), not a file ("ALSA:" is no alsa.c)
+        caps = w.isupper()
+        loc = kernel_paths.locate(w, area, dirs_only=caps)
+        if loc is None and PREFIX.get(w.lower(), "").startswith(area + "/"):
+            loc = PREFIX[w.lower()]  # "mm: memcg:" -> mm/memcontrol
+        if loc is None and not caps and not area.startswith("drivers/"):
+            # the driver side of the same area ("Bluetooth: btusb:" -> drivers/bluetooth)
+            g = kernel_paths.locate(w)
+            last = area.rsplit("/", 1)[-1]
+            loc = g if g and g.startswith("drivers/") and last in g.split("/") else None
+        if loc and loc != area and (loc.startswith(area + "/") or not area.startswith("drivers/")
+                                    and loc.startswith("drivers/")):
+            area = loc
+    return area
 
 
 _ARCH_PATH = re.compile(r"\b(arch/[a-z0-9]+)/")
@@ -271,6 +327,69 @@ def title_near_commit(clean: str, commit: str | None) -> str | None:
     return None
 
 
+_TREE_WORD = re.compile(r"(?<![\w./-])([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*)(\.c)?(?![\w/-])")
+
+
+def _subject_tree_word(title: str) -> str | None:
+    """A driver, module or source file the subject names by its tree name ("sata_sil24",
+    "dwc3-qcom", "i8042.c", "asus-wmi"), or a directory of that one name ("pcmcia"): its
+    directory (or the directory its name extends).  A plain word must be a directory's name
+    written in capitals ("PCMCIA", "RTC")."""
+    for m in _TREE_WORD.finditer(title):
+        w, dot_c = m.group(1), m.group(2)
+        if len(w) < 3 or w.lower() in _NOT_AREAS:
+            continue
+        if re.match(r"\s*/\s*\w", title[m.end():]) or re.search(r"\w\s*/\s*$", title[:m.start()]):
+            continue  # "i915 / ucode related": one of several suspects
+        named = bool(dot_c) or bool(re.search(r"[0-9_-]", w))
+        if not named and not w.isupper():
+            continue
+        loc = kernel_paths.locate(w, dirs_only=not named)
+        if not named and loc and not re.fullmatch(r"(?:drivers|fs)/[^/]+", loc):
+            loc = None  # an acronym names a driver class or filesystem ("RTC", "NFS"), not "PPC"
+        parts = re.split(r"[_-]", w)
+        for i in range(len(parts) - 1, 0, -1):  # "dwc3-qcom" is a file of dwc3/, "rtw89_8852ae" of rtw89/
+            if loc is None:
+                loc = kernel_paths.locate("_".join(parts[:i]), dirs_only=True)
+        if loc and loc.split("/")[0] in ("drivers", "sound", "fs", "net", "arch", "block", "mm"):
+            return loc
+    return None
+
+
+# words that are directory names but in a subject mostly mean something else ("DIO": direct I/O)
+_NOT_AREAS = {"dio", "boot", "memory", "firmware", "power", "core", "host", "common", "generic", "test", "tests",
+              "misc", "platform", "include", "lib", "tools", "kernel", "linux", "stable", "next", "master",
+              "fix", "regression", "bisected", "bug", "report", "broken", "patch", "build", "performance"}
+
+
+def _titles(subject: str, culprit_subject: str | None, clean: str, robot_match,
+            culprit_commit: str | None) -> tuple[str | None, str | None]:
+    """The commit-style title the area is read from, strongest first, and what it is: the
+    culprit's title, a title written next to the culprit id, a robot's [tag], a title quoted in
+    the subject, the report's own subject; (None, None) when none has a known area prefix."""
+    if specific_prefix(culprit_subject):
+        return culprit_subject, "culprit_title"
+    t = title_near_commit(clean, culprit_commit)
+    if specific_prefix(t):
+        return t, "title_near_commit"
+    if robot_match is not None:
+        tags = re.findall(r"\[([^\]]+)\]", subject[:robot_match.start(1) + 1])
+        for tag in reversed(tags):
+            if tag.upper() in ("LKP", "PATCH") or tag.lower() in ("lkp",) or ":" in tag and "master" in tag:
+                continue
+            if specific_prefix(tag + ": x"):
+                return tag + ": x", "robot_tag"
+    # a commit title quoted in the subject ("... caused by patch "kbuild: ..."")
+    m = re.search(r"[\"\u201c]([^\"\u201d]{8,120})[\"\u201d]", subject)
+    if m and specific_prefix(m.group(1)):
+        return m.group(1), "quoted_title"
+    # the report's own subject written like a commit title ("[REGRESSION] slab: replace ...")
+    t = _subject_title(subject)
+    if specific_prefix(t):
+        return t, "subject_title"
+    return None, None
+
+
 def subsystem_for(subject: str, culprit_subject: str | None, clean: str, filesystem: str | None,
                   kind: str | None, robot_match, culprit_commit: str | None = None) -> str | None:
     """Best guess of the kernel area, strongest evidence first; None when nothing is clear."""
@@ -282,31 +401,14 @@ def subsystem_with_source(subject: str, culprit_subject: str | None, clean: str,
                           ) -> tuple[str | None, str | None]:
     """``subsystem_for`` with the kind of evidence the area was read from (``culprit_title``,
     ``title_near_commit``, ``robot_tag``, ``quoted_title``, ``subject_title``, ``arch_path``,
-    ``paths``, ``subject_driver``, ``keyword_subject``, ``keyword``, ``fs_perf``), or (None, None)."""
-    s = from_prefix(culprit_subject)
-    if s:
-        return s, "culprit_title"
-    s = from_prefix(title_near_commit(clean, culprit_commit))
-    if s:
-        return s, "title_near_commit"
-    if robot_match is not None:
-        tags = re.findall(r"\[([^\]]+)\]", subject[:robot_match.start(1) + 1])
-        for tag in reversed(tags):
-            if tag.upper() in ("LKP", "PATCH") or tag.lower() in ("lkp",) or ":" in tag and "master" in tag:
-                continue
-            s = from_prefix(tag + ": x")
-            if s:
-                return s, "robot_tag"
-    # a commit title quoted in the subject ("... caused by patch "kbuild: ..."")
-    m = re.search(r"[\"\u201c]([^\"\u201d]{8,120})[\"\u201d]", subject)
-    if m:
-        s = from_prefix(m.group(1))
-        if s:
-            return s, "quoted_title"
-    # the report's own subject written like a commit title ("[REGRESSION] slab: replace ...")
-    s = from_prefix(_subject_title(subject))
-    if s:
-        return s, "subject_title"
+    ``paths``, ``subject_driver``, ``keyword_subject``, ``keyword``, ``fs_perf``), or (None, None).
+    A source ending in ``+tree`` (or ``+fs``) says the area was made finer than the title's
+    table entry by the kernel tree's names (or by the filesystem measured on)."""
+    title, src = _titles(subject, culprit_subject, clean, robot_match, culprit_commit)
+    if title is not None:
+        s = specific_prefix(title)
+        # "+tree": the kernel tree's names made the title's area finer ("usb: dwc3:" -> drivers/usb/dwc3)
+        return s, src + ("+tree" if s != from_prefix(title) else "")
     m = _ARCH_PATH.search(clean) if "arch/" in clean else None
     if m and not re.search(r"\.[ch]:\d+", clean[m.start():m.start() + 120].split("\n")[0]):
         return m.group(1), "arch_path"
@@ -332,7 +434,11 @@ def subsystem_with_source(subject: str, culprit_subject: str | None, clean: str,
         w = {"pci": "pci", "pcie": "pci"}.get(w, w)
         s = PREFIX.get(w) or FS_PREFIX.get(w)
         if s:
-            return s, "subject_driver"
+            fine = specific_prefix(f"{w}: x")  # "iwlwifi" -> drivers/net/wireless/intel/iwlwifi
+            return (fine, "subject_driver+tree") if fine and fine != s else (s, "subject_driver")
+    s = _subject_tree_word(st)
+    if s:
+        return s, "subject_tree"
     head = clean[:8000]
     head_low = scan.fold(head)
     counts: dict = {}
@@ -348,7 +454,9 @@ def subsystem_with_source(subject: str, culprit_subject: str | None, clean: str,
         if count(rx) >= 3:
             return name, "keyword"
     if filesystem and kind == "performance":
-        return "fs", "fs_perf"
+        # the filesystem the numbers were measured on ("xfs" -> fs/xfs)
+        fs = FS_PREFIX.get(filesystem.lower().strip())
+        return (fs, "fs_perf+fs") if fs and fs.startswith("fs/") else ("fs", "fs_perf")
     for rx, name in KEYWORDS:
         if count(rx) >= 2:
             return name, "keyword"

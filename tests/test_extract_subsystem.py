@@ -126,3 +126,65 @@ def test_core_kernel_areas_are_named_as_kernel_people_do():
         "Hi,\n\nhackbench pipe throughput dropped by 30% from v6.11 to v6.12.\n"
         "I bisected it to commit 152e11f6df29 (\"sched: Implement delayed dequeue\").\n")
     assert claim.is_regression and claim.subsystem == "sched"
+
+
+# the kernel tree table (extractors/data/kernel_paths.txt.gz, built by bench/build_kernel_paths.py)
+@pytest.mark.parametrize("name,under,expected", [
+    ("dwc3", None, "drivers/usb/dwc3"),            # a directory of that one name
+    ("dwc3", "drivers/usb", "drivers/usb/dwc3"),
+    ("btusb", None, "drivers/bluetooth"),          # a source file: its directory
+    ("r8169", None, "drivers/net/ethernet/realtek"),  # a module a Makefile builds
+    ("xhci-pci", "drivers/usb", "drivers/usb/host"),  # '-' and '_' are one
+    ("iwlwifi", None, "drivers/net/wireless/intel/iwlwifi"),
+    ("gadget", "drivers/usb", "drivers/usb/gadget"),  # under/name
+    ("vmscan", "mm", "mm"),                        # a core file names its directory
+    ("btusb", "drivers/usb", None),                # not below the area asked about
+    ("no_such_name_here", None, None),
+])
+def test_kernel_tree_lookup(name, under, expected):
+    from extractors import kernel_paths
+
+    assert kernel_paths.locate(name, under) == expected
+
+
+def test_kernel_tree_lookup_of_an_ambiguous_name_is_none():
+    from extractors import kernel_paths
+
+    assert kernel_paths.locate("hda") is None               # sound/hda and sound/pci/hda
+    assert kernel_paths.locate("i2c") is None                # many directories called i2c
+    assert kernel_paths.is_leaf("drivers/net/wireless/intel/iwlwifi")
+    assert not kernel_paths.is_leaf("drivers/usb")
+
+
+@pytest.mark.parametrize("title,expected", [
+    ("usb: dwc3: gadget: fix ep0", "drivers/usb/dwc3"),
+    ("Bluetooth: btusb: add an id", "drivers/bluetooth"),
+    ("iwlwifi: mvm: fix NVM check", "drivers/net/wireless/intel/iwlwifi"),  # a driver is not split
+    ("Input: ads7846 - fix the irq", "drivers/input/touchscreen"),
+    ("ns: fix", None),                             # a short name only as a directory's
+    ("ptp: add debugfs", "drivers/ptp"),
+    ("tty: serial: 8250: fix", "drivers/tty/serial/8250"),
+    ("x86/mce: fix", "arch/x86/kernel/cpu/mce"),
+    ("r8169: fix rx", "drivers/net/ethernet/realtek"),
+    ("mm: memcg: charge less", "mm/memcontrol"),
+    ("sched/fair: Implement delayed dequeue", "kernel/sched"),  # a file of a core area
+    ("xfs: scrub: fix", "fs/xfs"),                 # a filesystem is one area
+    ("ALSA: hda: fix", "sound/hda"),               # sound/hda (not sound/aoa's alsa.c)
+    ("Regression: foo bar", None),
+])
+def test_specific_prefix(title, expected):
+    from extractors.subsystems import specific_prefix
+
+    assert specific_prefix(title) == expected
+
+
+def test_subject_naming_a_driver_by_its_tree_name():
+    assert subsystem_for("sata_sil24 broken since 2.6.23-rc4", None, "x", None, "functional", None) == "drivers/ata"
+    assert subsystem_for("dwc3-qcom: tx-fifo-resize regression", None, "x", None, "functional", None) \
+        == "drivers/usb/dwc3"
+    # an acronym that is only some sound directory's name is not an area
+    assert subsystem_for("Boot problem on PPC with 4.4-git", None, "x", None, "functional", None) is None
+
+
+def test_filesystem_measured_on_makes_fs_finer():
+    assert subsystem_for("fsync heavy workload got slower", None, "x", "xfs", "performance", None) == "fs/xfs"
