@@ -18,6 +18,7 @@ from . import patterns as P
 from . import scan
 from .claim import Claim, Fact
 from .culprits import culprit_written
+from .rangefeats import order_relations, range_context
 
 _TOK = re.compile(r"(?:linux-|v)?\d+\.\d+[\w.+~-]*|[A-Za-z_][\w'-]*|\d[\w.+~-]*%?|[%#:=<>/\[\]()@!?*+-]")
 HEX_FULL = re.compile(r"^[0-9a-f]{7,40}$")
@@ -276,6 +277,14 @@ def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad
         c.feats.add(f"vrel:shorter={shorter}")
         if longer and not shorter:
             c.feats.add("vrel:base_only")
+    range_context(ex, cands, _range_order)
+    order_relations(cands, _range_order, rule_good and norm_version(rule_good), rule_bad and norm_version(rule_bad))
+
+
+def _range_order(v: str):
+    if HEX_FULL.match(norm_version(v)):
+        raise ValueError(v)
+    return version_order(v)
 
 
 def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
