@@ -20,10 +20,12 @@ I = re.I
 CUE_CLASSES: list[tuple[str, re.Pattern]] = [(n, re.compile(p, I)) for n, p in [
     ("works", r"\b(?:works?|worked|working|fine|ok(?:ay)?|good|correct(?:ly)?|normal(?:ly)?|properly|"
               r"as expected|unaffected|no (?:problems?|issues?|regressions?)|without (?:any )?(?:problems?|issues?)|"
-              r"boots?|booted|pass(?:es|ed)?|succeed\w*|recogni[sz]ed|detected)\b"),
+              r"boots?(?= (?:fine|ok|okay|normally|properly|correctly|again|up|and|with))|booted|pass(?:es|ed)?|"
+              r"succeed\w*|recogni[sz]ed|detected)\b"),
     ("fails", r"\b(?:fail\w*|broken|breaks?|broke|regress\w*|crash\w*|hangs?|hung|freez\w*|oops\w*|panic\w*|"
               r"bug\w*|problems?|issues?|errors?|warn\w*|splat|slow\w*|worse|degrad\w*|drops?|lockups?|"
               r"unbootable|stuck|misbehav\w*|affected|symptoms?)\b"),
+    ("occurs", r"\b(?:shows? up|showed up|shown up|appear(?:s|ed)?|occur\w*|happen\w*|trigger\w*|hits?)\b"),
     ("neg", r"\b(?:not|no longer|never|cannot|can't|won't|doesn't|didn't|isn't|wasn't|don't|stopped|unable)\b"),
     ("from", r"\b(?:upgrad\w*|updat\w*|switch\w*|mov\w*|bump\w*|went|going|migrat\w*|jump\w*|rebas\w*)\s+"
              r"(?:\w+\s+){0,3}?from\b"),
@@ -57,7 +59,8 @@ _WORD = re.compile(r"\S+")
 # what joins two version mentions next to each other
 _SEPS = [("range", re.compile(r"\s*(?:\.\.\.?|->|-->|→|=>|⇒|to|till|until|up to|through)\s*", I)),
          ("vs", re.compile(r"\s*(?:vs\.?|versus|against|compared (?:to|with)|and|or)\s*", I)),
-         ("list", re.compile(r"\s*(?:[,/|]|,?\s*and|,?\s*or)\s*", I))]
+         ("list", re.compile(r"\s*(?:[,/|]|,?\s*and|,?\s*or)\s*", I)),
+         ("columns", re.compile(r"[ \t]+"))]  # table columns: "threads v5.15 v6.1"
 _FROM_BETWEEN = re.compile(r"\b(from|between)\s+(?:(?:the|kernels?|linux|versions?|v)\s+){0,2}$", I)
 
 
@@ -120,41 +123,49 @@ def range_context(ex, cands, order) -> None:
     ``order``: a version -> sortable key function that may raise ValueError)."""
     spans = sorted(((s, e, c) for c in cands for s, e, subj in c.spans[:8] if not subj and s >= 0),
                    key=lambda t: t[0])
-    # overlapping spans (a base version inside a build string) are one mention
-    flat: list[tuple[int, int, object]] = []
+    # overlapping spans (a release inside its build string) are one mention, of every candidate
+    flat: list[tuple[int, int, list]] = []
     for s, e, c in spans:
         if flat and s < flat[-1][1]:
-            if e - s > flat[-1][1] - flat[-1][0]:
-                flat[-1] = (s, e, c)
+            ps, pe, cs = flat[-1]
+            flat[-1] = (ps, max(pe, e), cs + [c])
             continue
-        flat.append((s, e, c))
+        flat.append((s, e, [c]))
     clean = ex.clean
-    for i, (s, e, c) in enumerate(flat):
+    for i, (s, e, group) in enumerate(flat):
         prev_end = flat[i - 1][1] if i > 0 else 0
         next_start = flat[i + 1][0] if i + 1 < len(flat) else len(clean)
         left, right = _windows(ex, s, e, prev_end, next_start)
-        c.feats |= _cue_feats(left, right, "")
-        for side, j in (("left", i + 1), ("right", i - 1)):
-            # side "left": this mention is the left one of a pair with the next mention
-            if not 0 <= j < len(flat):
-                continue
-            o = flat[j]
-            between = clean[e:o[0]] if side == "left" else clean[o[1]:s]
-            kind = _sep_kind(between)
-            if kind is None or o[2] is c:
-                continue
-            f = f"pair:{side}:{kind}"
-            c.feats.add(f)
-            try:
-                a, b = order(c.value), order(o[2].value)
-                rel = "older" if a < b else "newer" if a > b else "same"
-            except (ValueError, TypeError):
-                rel = "unordered"
-            c.feats.add(f"{f}:{rel}")
-            first = s if side == "left" else o[0]
-            kw = _FROM_BETWEEN.search(clean[max(0, first - 30):first])
-            if kw:
-                c.feats.add(f"{f}:{kw.group(1).lower()}")
+        cues = _cue_feats(left, right, "")
+        for c in group:
+            c.feats |= cues
+            _pair_feats(clean, flat, i, c, order)
+
+
+def _pair_feats(clean: str, flat: list, i: int, c, order) -> None:
+    """The pair mention ``i`` (of candidate ``c``) forms with its neighbours: side "left" when
+    it is the left one of the pair ("A" of "A -> B"), the joint, the order of the two."""
+    s, e, _ = flat[i]
+    for side, j in (("left", i + 1), ("right", i - 1)):
+        if not 0 <= j < len(flat):
+            continue
+        o = flat[j]
+        between = clean[e:o[0]] if side == "left" else clean[o[1]:s]
+        kind = _sep_kind(between)
+        if kind is None or c in o[2]:
+            continue
+        f = f"pair:{side}:{kind}"
+        c.feats.add(f)
+        try:
+            a, b = order(c.value), order(o[2][0].value)
+            rel = "older" if a < b else "newer" if a > b else "same"
+        except (ValueError, TypeError):
+            rel = "unordered"
+        c.feats.add(f"{f}:{rel}")
+        first = s if side == "left" else o[0]
+        kw = _FROM_BETWEEN.search(clean[max(0, first - 30):first])
+        if kw:
+            c.feats.add(f"{f}:{kw.group(1).lower()}")
 
 
 def order_relations(cands, order, rule_good: str | None, rule_bad: str | None) -> None:
