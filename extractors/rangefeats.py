@@ -48,8 +48,9 @@ CUE_CLASSES: list[tuple[str, re.Pattern]] = [(n, re.compile(p, I)) for n, p in [
     ("compare", r"\b(?:vs\.?|versus|compared?|comparing|comparison|against|relative to|than|baseline|base)\b"),
     ("stable", r"\b(?:stable|lts|longterm|backport\w*|-stable|\d+\.\d+\.y)\b"),
     ("distro", r"\b(?:ubuntu|debian|fedora|centos|rhel|suse|opensuse|arch|gentoo|mint|distro\w*|package\w*)\b"),
-    ("tool", r"\b(?:gcc|clang|llvm|binutils|glibc|qemu|firmware|bios|mesa|xorg|systemd|python|"
-             r"version of (?:the )?(?:tool|package)|progs|utils)\b"),
+    ("tool", r"\b(?:gcc|clang|llvm|binutils|glibc|qemu|firmware|bios|mesa|xorg|systemd|python\d?|perl|rustc|"
+             r"version of (?:the )?(?:tool|package)|[\w]*-?(?:progs|utils|tools)|kmod|mdadm|lvm2?|grub\d?|u-boot|"
+             r"busybox|openssl|compiler|toolchain)\b"),
     ("head", r"\b(?:mainline|linus'? (?:tree|master)|latest|current|recent|newest|tip|head|git)\b"),
 ]]
 

@@ -51,6 +51,7 @@ BACK_LEFT = re.compile(r"\b(?:downgrad\w*|(?:go|goes|going|went|revert\w*|roll\w
                        r"(?:\s+(?:kernel|version|release|build))?(?:\s+(?:is|was))?\s*:?\s*(?:the\s+|kernel\s+|linux\s+)*$", I)
 # a version the text says is not working: "X is not", "X doesn't boot"
 NEG_RIGHT = re.compile(r"\s*(?:is|was|does|did)(?:n't|\s+not)\b|\s*(?:won't|can't|cannot|no longer)\b", I)
+NEG_BEFORE = re.compile(r"\b(?:not|no longer|never|stopped|stops|cannot|can't|won't|unable to)\s+(?:\w+\s+)?$|n't\s+$", I)
 _CLAUSE_BREAK = re.compile(r"[,;]|\bbut\b|\bwhile\b|\bwhereas\b", I)
 HYPOTHETICAL = re.compile(r"\b(?:never|hope|would|will|if i|in case|should i|could)\b", I)
 COMPARED = re.compile(r"(?P<bad>\S+)\s+(?:kernel\s+)?(?:compared (?:to|with|against)|against|relative to|versus|than(?: on| with| in)?)"
@@ -169,7 +170,10 @@ def _cue_claim(ex: Extractor, u, v: Mention, prev_end: int = -1, next_start: int
     right = clean[v.cend:hi]
     role = None
     weight = 1.0
-    if GOOD_LEFT.search(left) or BACK_LEFT.search(left):
+    gl = GOOD_LEFT.search(left)
+    if gl is not None and NEG_BEFORE.search(left, 0, gl.start()):
+        role, weight = "bad", 2.0  # "stopped working in X", "does not work with X"
+    elif gl is not None or BACK_LEFT.search(left):
         role, weight = "good", 2.0
     elif BAD_LEFT.search(left):
         role, weight = "bad", 2.0
