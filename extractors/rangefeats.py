@@ -54,6 +54,9 @@ CUE_CLASSES: list[tuple[str, re.Pattern]] = [(n, re.compile(p, I)) for n, p in [
     ("head", r"\b(?:mainline|linus'? (?:tree|master)|latest|current|recent|newest|tip|head|git)\b"),
 ]]
 
+# all classes in one scan (a word in two classes counts for the first)
+# (every class opens with \b and a word character: the \b(?=\w) guard skips the other positions)
+_CUE_ANY = re.compile(r"\b(?=\w)(?:" + "|".join(f"(?P<{n}>{rx.pattern})" for n, rx in CUE_CLASSES) + ")", I)
 # where a clause ends: a sentence stop, a semicolon, a contrast
 _CLAUSE_END = re.compile(r"[.;!?](?:\s|$)|\bbut\b|\bwhile\b|\bwhereas\b|\bhowever\b", I)
 _WORD = re.compile(r"\S+")
@@ -83,20 +86,21 @@ def _windows(ex, cs: int, ce: int, prev_end: int, next_start: int) -> tuple[str,
 
 
 def _cue_feats(left: str, right: str, prefix: str) -> set[str]:
+    """The cue classes of the clause left and right of a mention (one scan of each side; a
+    class adjacent to the mention, within three words, also as ``cL1`` / ``cR1``)."""
     f = set()
-    lwords = _WORD.findall(left)
-    near_left = " ".join(lwords[-3:])
-    rwords = _WORD.findall(right)
-    near_right = " ".join(rwords[:3])
-    for name, rx in CUE_CLASSES:
-        if rx.search(left):
-            f.add(f"{prefix}cL:{name}")
-            if rx.search(near_left):
-                f.add(f"{prefix}cL1:{name}")
-        if rx.search(right):
-            f.add(f"{prefix}cR:{name}")
-            if rx.search(near_right):
-                f.add(f"{prefix}cR1:{name}")
+    starts = [m.start() for m in _WORD.finditer(left)]
+    near_left = starts[-3] if len(starts) >= 3 else 0
+    for m in _CUE_ANY.finditer(left):
+        f.add(f"{prefix}cL:{m.lastgroup}")
+        if m.start() >= near_left:
+            f.add(f"{prefix}cL1:{m.lastgroup}")
+    ends = [m.end() for m in _WORD.finditer(right, 0, 120)][:3]
+    near_right = ends[-1] if len(ends) >= 3 else len(right)
+    for m in _CUE_ANY.finditer(right):
+        f.add(f"{prefix}cR:{m.lastgroup}")
+        if m.end() <= near_right:
+            f.add(f"{prefix}cR1:{m.lastgroup}")
     # "works" under a negation ("does not work with X", "X is not OK") reads as a failure
     for side in ("L", "R"):
         if f"{prefix}c{side}:works" in f and f"{prefix}c{side}:neg" in f:
@@ -122,7 +126,7 @@ def _sep_kind(between: str) -> str | None:
 def range_context(ex, cands, order) -> None:
     """Add the cue-class and pair features to every version candidate (``features.Candidate``,
     ``order``: a version -> sortable key function that may raise ValueError)."""
-    spans = sorted(((s, e, c) for c in cands for s, e, subj in c.spans[:8] if not subj and s >= 0),
+    spans = sorted(((s, e, c) for c in cands for s, e, subj in c.spans[:6] if not subj and s >= 0),
                    key=lambda t: t[0])
     # overlapping spans (a release inside its build string) are one mention, of every candidate
     flat: list[tuple[int, int, list]] = []
