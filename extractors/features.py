@@ -18,6 +18,7 @@ from . import patterns as P
 from . import scan
 from .claim import Claim, Fact
 from .culprits import culprit_written
+from .rangefeats import order_relations, range_context
 
 _TOK = re.compile(r"(?:linux-|v)?\d+\.\d+[\w.+~-]*|[A-Za-z_][\w'-]*|\d[\w.+~-]*%?|[%#:=<>/\[\]()@!?*+-]")
 HEX_FULL = re.compile(r"^[0-9a-f]{7,40}$")
@@ -152,6 +153,7 @@ VCAND = re.compile(r"(?<![\w.@/-])((?:linux-|v)?(\d{1,2})\.(\d{1,2})(?:\.\d{1,3}
                    r"((?:[-.+~][\w+~]+)*)", re.I)
 # what follows a version but is not part of it: a file name ("5.1.2.dtb", "4.19.config")
 _NOT_VERSION_SUFFIX = re.compile(r"^\.(?:dtb|dts|c|h|S|o|ko|patch|diff|config|txt|log|tar|gz|xz|bz2|img|deb|rpm)\b", re.I)
+_LOCAL_MARK = re.compile(r"(?:-dirty)?\+?", re.I)
 NEXT_CAND = re.compile(r"(?<![\w.-])(next-\d{8})(?![\w])")
 
 
@@ -182,6 +184,9 @@ def version_candidates(ex) -> list[Candidate]:
             if suffix and not _NOT_VERSION_SUFFIX.match(suffix):
                 # distro and vendor builds as written: 6.1.0-56-amd64, 5.14.0-427.el9, 2.6.28-rc2-git1
                 add(base + suffix, m.start(1), end, subj, "shape:suffixed")
+                if _LOCAL_MARK.fullmatch(suffix):
+                    # a local build of a release ("5.4-rc1+", "2.6.17-rc1-dirty"): the release too
+                    add(base, m.start(1), m.end(1), subj, "shape:local_base")
             else:
                 add(base, m.start(1), m.end(1), subj, "shape:base")
         for m in NEXT_CAND.finditer(text):
@@ -205,6 +210,8 @@ def _version_shape(v: str) -> set[str]:
             if re.search(r"el\d|fc\d|amzn|generic|amd64|arm64|x86_64|aws|azure|oracle", rest):
                 f.add("vshape:distro_known")
         f.add(f"vshape:major={m.group(1)}")
+        if m.group(1) == "2" and not m.group(3) and not rest:
+            f.add("vshape:series")  # "2.4", "2.6": a release series of the 2.x era, not a release
     return f
 
 
@@ -276,6 +283,14 @@ def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad
         c.feats.add(f"vrel:shorter={shorter}")
         if longer and not shorter:
             c.feats.add("vrel:base_only")
+    range_context(ex, cands, _range_order)
+    order_relations(cands, _range_order, rule_good and norm_version(rule_good), rule_bad and norm_version(rule_bad))
+
+
+def _range_order(v: str):
+    if HEX_FULL.match(norm_version(v)):
+        raise ValueError(v)
+    return version_order(v)
 
 
 def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:

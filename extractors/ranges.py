@@ -45,6 +45,14 @@ BAD_LEFT = re.compile(r"(?:\b(?:regress\w*|broken|fails?|failed|crash\w*|hang\w*
                       r"breaks? (?:in|on|with)|up to))\s+(?:the\s+|a\s+|kernel\s+|linux\s+|version\s+|current\s+)*$", I)
 RANGE = re.compile(r"(?:\b(?P<kw>between|from)\s+)?(?P<a>\S+?)\s*(?P<sep>\.\.\.?|->|-->|→|=>|\s+to\s+|\s+and\s+|"
                    r"\s+until\s+|\s+till\s+)\s*(?P<b>\S+)")
+# a last good version named by going back to it: "downgrading to X", "going back to X fixes it"
+BACK_LEFT = re.compile(r"\b(?:downgrad\w*|(?:go|goes|going|went|revert\w*|roll\w*|fall\w*|boot\w*)\s+back)\s+"
+                       r"(?:to|into)\s+(?:the\s+|kernel\s+|linux\s+|version\s+)*$|\blast\s+(?:known[- ])?(?:good|working|ok)"
+                       r"(?:\s+(?:kernel|version|release|build))?(?:\s+(?:is|was))?\s*:?\s*(?:the\s+|kernel\s+|linux\s+)*$", I)
+# a version the text says is not working: "X is not", "X doesn't boot"
+NEG_RIGHT = re.compile(r"\s*(?:is|was|does|did)(?:n't|\s+not)\b|\s*(?:won't|can't|cannot|no longer)\b", I)
+NEG_BEFORE = re.compile(r"\b(?:not|no longer|never|stopped|stops|cannot|can't|won't|unable to)\s+(?:\w+\s+)?$|n't\s+$", I)
+_CLAUSE_BREAK = re.compile(r"[,;]|\bbut\b|\bwhile\b|\bwhereas\b", I)
 HYPOTHETICAL = re.compile(r"\b(?:never|hope|would|will|if i|in case|should i|could)\b", I)
 COMPARED = re.compile(r"(?P<bad>\S+)\s+(?:kernel\s+)?(?:compared (?:to|with|against)|against|relative to|versus|than(?: on| with| in)?)"
                       r"\s+(?:the\s+)?(?:kernel\s+)?(?P<good>\S+)", I)
@@ -86,10 +94,10 @@ def version_claims(ex: Extractor) -> list[VersionClaim]:
         used = _unit_range_claims(ex, u, vs, out)
         if is_log:
             continue
-        for v in vs:
+        for i, v in enumerate(vs):
             if id(v) in used:
                 continue
-            vc = _cue_claim(ex, u, v)
+            vc = _cue_claim(ex, u, v, vs[i - 1].cend if i > 0 else -1, vs[i + 1].cstart if i + 1 < len(vs) else -1)
             if vc is not None:
                 out.append(vc)
     out += _after_before_claims(ex)
@@ -147,17 +155,30 @@ def _unit_range_claims(ex: Extractor, u, vs: list[Mention], out: list[VersionCla
     return used
 
 
-def _cue_claim(ex: Extractor, u, v: Mention) -> VersionClaim | None:
-    """A single version's role from the good / bad cues around it in its unit, or None."""
+def _cue_claim(ex: Extractor, u, v: Mention, prev_end: int = -1, next_start: int = -1) -> VersionClaim | None:
+    """A single version's role from the good / bad cues around it in its unit, or None.  A cue
+    beyond a neighbouring version across a clause break ("4.9.1 is OK, 4.9.2 is not") belongs
+    to that version, not to this one."""
     clean = ex.clean
-    left = clean[max(u.cstart, v.cstart - 70):v.cstart]
-    right = clean[v.cend:min(u.cend, v.cend + 70)]
+    lo = max(u.cstart, v.cstart - 70)
+    if prev_end > lo and _CLAUSE_BREAK.search(clean[prev_end:v.cstart]):
+        lo = prev_end
+    hi = min(u.cend, v.cend + 70)
+    if v.cend <= next_start < hi and _CLAUSE_BREAK.search(clean[v.cend:next_start]):
+        hi = next_start
+    left = clean[lo:v.cstart]
+    right = clean[v.cend:hi]
     role = None
     weight = 1.0
-    if GOOD_LEFT.search(left):
+    gl = GOOD_LEFT.search(left)
+    if gl is not None and NEG_BEFORE.search(left, 0, gl.start()):
+        role, weight = "bad", 2.0  # "stopped working in X", "does not work with X"
+    elif gl is not None or BACK_LEFT.search(left):
         role, weight = "good", 2.0
     elif BAD_LEFT.search(left):
         role, weight = "bad", 2.0
+    elif NEG_RIGHT.match(right):
+        role = "bad"
     else:
         gd = _nearest(GOOD_CUE, left, right)
         bd = _nearest(BAD_CUE, left, right)
@@ -417,3 +438,4 @@ GOOD_CUE = scan.word_led(GOOD_CUE)
 GOOD_LEFT = scan.word_led(GOOD_LEFT)
 BAD_CUE = scan.word_led(BAD_CUE)
 BAD_LEFT = scan.word_led(BAD_LEFT)
+BACK_LEFT = scan.word_led(BACK_LEFT)
