@@ -153,12 +153,22 @@ def arch_guess(clean: str, subject: str | None, cpu: str | None) -> tuple[str, t
         for rx, arch, src in _ALL:
             if not may_match(rx, text, low):
                 continue
-            m = rx.search(text)
-            if m and (best is None or m.start() < best[1][0]):
-                best = (arch, (m.start(), m.end()), src if src != "table" else _table_source(arch, m.group(0)))
+            # not a name inside a path or branch ("pci/controller/mt7621", "arch/arm/mach-x")
+            m = next((m for m in rx.finditer(text) if text[m.start() - 1:m.start()] not in ("/", "_")), None)
+            if m is None:
+                continue
+            src = src if src != "table" else _table_source(arch, m.group(0))
+            # what the kernel was built for (package, toolchain, defconfig, oops) before the
+            # hardware it ran on (a Raspberry Pi 4 may run a 32-bit multi_v7 kernel); then the first
+            key = (src not in _BUILD_SOURCES, m.start())
+            if best is None or key < best[0]:
+                best = (key, arch, (m.start(), m.end()), src)
         if best is not None:
-            return (best[0], None, best[2]) if is_subject else best
+            return (best[1], None, best[3]) if is_subject else best[1:]
     return None
+
+
+_BUILD_SOURCES = ("package", "toolchain", "defconfig", "oops")
 
 
 def arch_from_hardware(clean: str, subject: str | None, cpu: str | None) -> tuple[str, tuple[int, int] | None] | None:

@@ -366,6 +366,9 @@ CPU_CANDIDATES = [re.compile(p) for p in [
 ]]
 
 
+_CPU_TAIL = re.compile(r"(?:\s+[a-z]+)+$")
+
+
 def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
     found: dict[str, Candidate] = {}
     for subj, text in ((True, ex.subject or ""), (False, ex.clean[:20000])):
@@ -375,6 +378,7 @@ def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
                 continue
             for m in rx.finditer(text):
                 v = " ".join(m.group(1).split()).strip(" ,.;:()")
+                v = _CPU_TAIL.sub("", v) if v.count(" ") >= 2 else v  # "... 9800X3D bits", "... 2.0GHz machine"
                 if len(v) < 2 or len(v) > 90:
                     continue
                 c = found.setdefault(v.lower(), Candidate(v, [], set(), v.lower()))

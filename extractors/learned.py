@@ -44,6 +44,7 @@ from .subsystems import title_near_commit
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
 
+CPUINFO_THRESHOLD = 0.5  # the cpu ranker's keep threshold for a cpuinfo "model name" line
 GATED_FIELDS = ("metric", "change_percent", "cpu", "arch", "memory", "storage", "filesystem",
                 "benchmark", "subsystem")
 
@@ -183,7 +184,13 @@ def _decide_cpu(ctx: RuleContext, cpu_m, out: Claim, facts: list[Fact]) -> None:
     """The cpu: a ranker over CPU strings (when the model has one)."""
     if cpu_m is not None:
         ex = ctx.ex
-        best = _best(cpu_m, cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu")))
+        cands = cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu"))
+        best = _best(cpu_m, cands)
+        if best is None:
+            # a /proc/cpuinfo "model name" line is the machine's CPU string by definition: it
+            # needs less support from the context than a CPU named in prose
+            named = [c for c in cands if "cpat:0" in c.feats]
+            best = _best(Linear({"bias": cpu_m.bias, "weights": cpu_m.weights, "threshold": CPUINFO_THRESHOLD}), named)
         out.hardware["cpu"] = best.value if best is not None else None
         facts[:] = [f for f in facts if f.field != "cpu"]
         if best is not None:
