@@ -153,8 +153,13 @@ def arch_guess(clean: str, subject: str | None, cpu: str | None) -> tuple[str, t
         for rx, arch, src in _ALL:
             if not may_match(rx, text, low):
                 continue
+            build = src in _BUILD_SOURCES
+            # only a match that would beat the best so far is looked for
+            if best is not None and not build and not best[0][0]:
+                continue  # hardware never beats build evidence
+            end = len(text) if best is None or (build and best[0][0]) else best[0][1]
             # not a name inside a path or branch ("pci/controller/mt7621", "arch/arm/mach-x")
-            m = next((m for m in rx.finditer(text) if text[m.start() - 1:m.start()] not in ("/", "_")), None)
+            m = next((m for m in rx.finditer(text, 0, end) if text[m.start() - 1:m.start()] not in ("/", "_")), None)
             if m is None:
                 continue
             src = src if src != "table" else _table_source(arch, m.group(0))
