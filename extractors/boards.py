@@ -80,25 +80,106 @@ TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
 ]]
 
 
-def arch_from_hardware(clean: str, subject: str | None, cpu: str | None) -> tuple[str, tuple[int, int] | None] | None:
-    """``(arch, clean span)`` from the first board / SoC / machine name with a known
-    architecture: the CPU string first, then the subject, then the body.  None when no known
-    name appears.  (A pattern whose required words are absent is not run.)"""
+# Other evidence of the architecture a kernel was built for, each with its source (a feature of
+# the trained arch gate): distro kernel flavours, cross toolchains, CI machine names, defconfigs,
+# symbols and registers of an oops, CPUs sold only in the 32-bit era, and machine lines.
+EXTRA: list[tuple[re.Pattern, str, str]] = [(re.compile(p, re.I if f else 0), a, src) for p, a, src, f in [
+    # Debian / Ubuntu kernel flavours ("linux-image-2.6.30-1-686", "-686-pae", "-armmp", "-ppc64el")
+    (r"\d-(?:[3-6]86)(?:-pae|-bigmem|-smp)?\b", "i386", "package", 0),
+    (r"\d-armmp(?:-lpae)?\b|\barmel\b", "arm", "package", 0),
+    (r"\bppc64el\b|\bpowerpc64(?:le)?\b", "powerpc", "package", 0),
+    # cross toolchains and CI machine names ("arm-linux-gnueabihf-gcc", "qemu_arm64-virt", "qemu-x86_64")
+    (r"\barm-(?:linux|none|unknown)-\w+|\bqemu[_-]arm(?![\w-]*64)", "arm", "toolchain", 0),
+    (r"\bqemu[_-](?:arm64|aarch64)", "arm64", "toolchain", 0),
+    (r"\bqemu[_-]x86[_-]64", "x86_64", "toolchain", 0),
+    (r"\bqemu[_-]i386", "i386", "toolchain", 0),
+    (r"\briscv64-(?:linux|unknown)-\w+|\bqemu[_-]riscv64", "riscv", "toolchain", 0),
+    (r"\bmips\w*-(?:linux|unknown)-\w+|\bqemu[_-]mips", "mips", "toolchain", 0),
+    # defconfigs named for one architecture's machines
+    (r"\b(?:multi_v[57]|omap2plus|imx_v6_v7|imx_v4_v5|mxs|sunxi|exynos|davinci_all|at91_dt|sama5|sama7|"
+     r"bcm2835|versatile|vexpress|mvebu_v[57]|tegra|shmobile|qcom|keystone|u8500|spear\d*|pxa\w*|s3c\w*)_defconfig\b"
+     r"|\bCONFIG_THUMB2_KERNEL\b|\bCONFIG_ARM_LPAE\b", "arm", "defconfig", 0),
+    (r"\b(?:pmac32|ppc64|ppc64le|ppc6xx|ppc44x|ppc40x|mpc85xx\w*|mpc83xx|mpc5200|corenet(?:32|64)_smp|g5|ps3|"
+     r"pseries(?:_le)?|powernv|cell|chrp32|wii|gamecube)_defconfig\b", "powerpc", "defconfig", 0),
+    (r"\bi386_defconfig\b|\bCONFIG_X86_32=y", "i386", "defconfig", 0),
+    (r"\bx86_64_defconfig\b|\bCONFIG_X86_64=y", "x86_64", "defconfig", 0),
+    # an oops: 64-bit x86 syscall entry symbols and registers, 32-bit ones
+    (r"\b(?:__x64_sys_\w+|do_syscall_64|entry_SYSCALL_64\w*|x64_sys_call)\b|(?m:^[^\n]{0,40}\bRIP:\s)", "x86_64",
+     "oops", 0),
+    (r"\b(?:i386_start_kernel|do_int80_syscall_32|entry_INT80_32|sysenter_past_esp)\b|\bEIP(?: is at|:)\s",
+     "i386", "oops", 0),
+    # x86 CPUs sold only before 64-bit x86 (a kernel on them is 32-bit)
+    (r"\b(?:Pentium\s?(?:II|III|Pro|MMX|M|[1-9]\d{1,2}(?:\s?MHz)?)\b|Pentium\s?(?:4|IV)\b|P-?III\b|PIII\b|P4\b|"
+     r"Athlon(?:\s?(?:XP|MP|Thunderbird))?(?!\s?(?:64|II|X2))\b|Duron|K6(?:-\w+)?\b|Cyrix|Crusoe|Geode|"
+     r"VIA\s+C[37]|Core\s+Duo|Core\s+Solo|(?<![\w-])[34]86(?:DX\d?|SX)?\b(?=\s+(?:box|machine|PC|laptop|CPU|processor)))",
+     "i386", "cpu32", 0),
+    # boards and machines (the SoC tables above name the chips)
+    (r"\b(?:Nokia\s+(?:N900|N950|N9|N810|N800|770|RX-51)|N900|N950|BeagleBoard\w*|Kurobox[\s-]?Pro)",
+     "arm", "board", 0),
+    (r"\bKurobox(?![\s-]?Pro)|\bLinkStation\b|\bMac\s?Mini\s?G4|\bPowerBook\b|\biMac\s?G[345]\b", "powerpc", "board", 0),
+    (r"\b(?:Compute\s+Module\s+[345]|CM[345]\b|Pine64\w*|PinePhone\w*|Pinebook\s?Pro|Odroid-?(?:C2|C4|N2\+?|M1)|"
+     r"Amlogic\s+(?:S9\d\d\w*|A311\w*|S905\w*)|S905\w*|S922X|A311D|Khadas\s+VIM\d?|Orange\s?Pi\s?(?:3|4|5|Zero\s?[23]))",
+     "arm64", "board", 0),
+    (r"\b(?:SGI\s+(?:Indy|Indigo2?|Octane|O2|Origin\s?\d*)|IP(?:22|27|28|30|32)\b)", "mips", "board", 0),
+    (r"\bSun\s+(?:Ultra\s?\d+|Blade\s?\d+|Fire\s?V\d+)|\bNetra\s?T?\d+|\bSun4u\b|\bsun4v\b", "sparc64", "board", 0),
+    (r"\b(?:AlphaServer|AlphaStation|Alpha\s?PC|EV[4-7]\d?\b|21[0-2]64\w*)", "alpha", "board", 0),
+    (r"\b(?:FSL|Freescale|NXP|QorIQ)\s+P[1-5]0[1-8]\d\b|\bP[1-5]0[1-8]\d(?:RDB|DS)\b", "powerpc", "board", 0),
+    # laptop and desktop lines sold with x86 CPUs (the kernel may still be 32-bit: the gate decides)
+    (r"\b(?:ThinkPad|ThinkCentre|ThinkStation|IdeaPad|IdeaCentre|Legion|XPS\s?1\d|Latitude|Inspiron|Vostro|"
+     r"OptiPlex|Alienware|ZBook|EliteBook|ProBook|EliteDesk|Pavilion|Spectre|OMEN|ZenBook|VivoBook|ExpertBook|"
+     r"ROG\s+\w+|Aspire|TravelMate|Framework\s+(?:Laptop|Desktop|13|16)|NUC\d*|Chromebox)\b", "x86_64", "machine", 1),
+]]
+
+
+def _table_source(arch: str, text: str) -> str:
+    if text.startswith(("RIP", "EIP")):
+        return "oops"
+    return "cpu64" if arch == "x86_64" else "board"
+
+
+def arch_guess(clean: str, subject: str | None, cpu: str | None) -> tuple[str, tuple[int, int] | None, str] | None:
+    """``(arch, clean span, source)`` from the first board / SoC / machine / package / toolchain /
+    oops evidence with a known architecture: the CPU string first, then the subject, then the
+    body.  None when nothing is found.  (A pattern whose required words are absent is not run.)"""
     if cpu:
         low = fold(cpu)
-        for rx, arch in TABLE:
+        for rx, arch, src in _ALL:
             if may_match(rx, cpu, low) and rx.search(cpu):
                 idx = clean.find(cpu)
-                return arch, ((idx, idx + len(cpu)) if idx >= 0 else None)
+                return arch, ((idx, idx + len(cpu)) if idx >= 0 else None), "cpu_" + src
     for text, is_subject in ((subject or "", True), (clean[:20000], False)):
         low = fold(text)
         best = None
-        for rx, arch in TABLE:
+        for rx, arch, src in _ALL:
             if not may_match(rx, text, low):
                 continue
-            m = rx.search(text)
-            if m and (best is None or m.start() < best[1][0]):
-                best = (arch, (m.start(), m.end()))
+            build = src in _BUILD_SOURCES
+            # only a match that would beat the best so far is looked for
+            if best is not None and not build and not best[0][0]:
+                continue  # hardware never beats build evidence
+            end = len(text) if best is None or (build and best[0][0]) else best[0][1]
+            # not a name inside a path or branch ("pci/controller/mt7621", "arch/arm/mach-x")
+            m = next((m for m in rx.finditer(text, 0, end) if text[m.start() - 1:m.start()] not in ("/", "_")), None)
+            if m is None:
+                continue
+            src = src if src != "table" else _table_source(arch, m.group(0))
+            # what the kernel was built for (package, toolchain, defconfig, oops) before the
+            # hardware it ran on (a Raspberry Pi 4 may run a 32-bit multi_v7 kernel); then the first
+            key = (src not in _BUILD_SOURCES, m.start())
+            if best is None or key < best[0]:
+                best = (key, arch, (m.start(), m.end()), src)
         if best is not None:
-            return (best[0], None) if is_subject else best
+            return (best[1], None, best[3]) if is_subject else best[1:]
     return None
+
+
+_BUILD_SOURCES = ("package", "toolchain", "defconfig", "oops")
+
+
+def arch_from_hardware(clean: str, subject: str | None, cpu: str | None) -> tuple[str, tuple[int, int] | None] | None:
+    """``(arch, clean span)`` of ``arch_guess``."""
+    g = arch_guess(clean, subject, cpu)
+    return (g[0], g[1]) if g is not None else None
+
+
+_ALL = [(rx, a, "table") for rx, a in TABLE] + EXTRA

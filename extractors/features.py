@@ -348,7 +348,8 @@ CPU_CANDIDATES = [re.compile(p) for p in [
     r"model name\s*:\s*([^\n]{4,80})",
     r"((?:Genuine)?Intel\(R\)[^\n,;]{0,60}?(?:CPU|Processor)?\s*@\s*\d+(?:\.\d+)?\s*GHz)",
     r"\b((?:Intel|AMD)(?:\(R\))?\s+(?:Core|Xeon|Pentium|Celeron|Atom|EPYC|Ryzen|Opteron|Athlon|Phenom|"
-    r"Threadripper|Turion|Sempron)(?:\(\w+\))?(?:\s+[\w+-]+){0,4})",
+    r"Threadripper|Turion|Sempron)(?:\(\w+\))?(?:\s+[\w+-]+(?:\.\d+\s?[GM]Hz)?){0,4})",
+    r"(?i)\b(genuine\s+intel\(r\)\s+xeon\(r\)(?:\s+(?:cpu|processor))?)",
     r"\b((?:Xeon|Pentium|Celeron|Atom|EPYC|Ryzen|Opteron|Athlon|Phenom|Threadripper|Core\s+2)(?:\s+[\w+-]*\d[\w+-]*){1,3})",
     r"\b(i[3579]-\d{3,5}[A-Z]{0,3}\d?)\b",
     r"\b((?:Sandy|Ivy)\s+Bridge(?:-\w+)?|Haswell(?:-\w+)?|Broadwell(?:-\w+)?|Skylake(?:-\w+)?|Kaby\s+Lake|"
@@ -363,7 +364,24 @@ CPU_CANDIDATES = [re.compile(p) for p in [
     r"e(?:300|500|5500|6500)(?:mc|v2)?|G[345]\b)",
     r"\b((?:BCM|RK|MT|SM|SDM|MSM|APQ|Exynos\s?|Tegra\s?|i\.MX\s?|AM|OMAP\s?|JH|SG|A|H)\d{1,4}[\w+-]*)",
     r"\b(Pentium\s+(?:\d{2,3}|[IVX]+|Pro|M|D|4)(?:\s+\d+\s?MHz)?|386|486(?:DX\d?|SX)?|K6(?:-\w+)?)\b",
+    # older and less common forms: "Pentium120", "600-MHz Pentium", "2-way PIII", "P4 3GHz", "Mobile Athlon
+    # 1.2 GHz", "AMD X2 4600+", "Intel E5-2680 v3", "Intel T4500", a bare "i7" (with its generation)
+    r"\b((?:\d{2,4}[- ]?(?i:MHz)\s+)?Pentium\s?\d{2,3}\b|\d{2,4}[- ]?(?i:MHz)\s+Pentium(?:\s+(?:II|III|Pro|MMX))?|"
+    r"(?:\d-way\s+)?P-?(?:II|III|IV)\b|P4\s+\d(?:\.\d+)?\s?(?i:GHz)(?:\s+HT)?)",
+    r"(?i)\b((?:Mobile\s+)?(?:AMD\s+)?Athlon(?:\s?(?:XP|MP|64|II))?(?:\s+X[234])?(?:\s+\d+(?:\.\d+)?\s?[GM]Hz|\s+\d{3,4}\+?)?(?:(?<=\+)|\b)|"
+    r"AMD\s+X[234]\s+\d{3,4}\+?|Duron|Sempron|Turion)(?:(?<=\+)|\b)",
+    r"\b((?:Intel\s+)?(?:Xeon\s+)?E[357]-\d{4}\w*(?:\s+v\d)?|Intel\s+[TPUNQ]\d{4}\w?|"
+    r"i[3579](?:\s+(?i:Haswell|Skylake|Broadwell|Ivy\s+Bridge|Sandy\s+Bridge|Kaby\s+Lake|Coffee\s+Lake))?)\b",
+    # SoCs and cores written in lower case or by family: "rk3399", "imx6q", Marvell, Amlogic, NXP QorIQ, ...
+    r"\b((?:rk|bcm|mt|imx|sdm|msm|apq|exynos|tegra|omap|sun\d+i|meson)[\w-]*\d{2,4}\w*)\b",
+    r"\b((?:Marvell\s+)?(?:[Kk]irkwood|Armada\s?\w+|Dove)|(?:Intel\s+)?IXP4\d\d(?:\s+XScale)?|XScale|"
+    r"(?:Amlogic\s+)?(?:S9\d\d\w*|A311\w*|Meson\w*)|(?:Ampere\s+)?eMAG|ZHAOXIN(?:\s+[\w-]+){1,2}|KX-\d{4}|"
+    r"(?:FSL|Freescale|NXP|QorIQ)\s+[PT]\d{4}\w*|(?i:UltraSPARC)(?:[\s-]?[IVX]+\w*)?|Alpha\s+21[0-2]64\w*|21[0-2]64\w*|"
+    r"(?:PowerBook|PowerMac|Power\s+Mac|iBook)\s*(?:G[345]|\([\w\s]+\))|G[345]\s+(?:PowerMac|Power\s+Mac|iBook|PowerBook))",
 ]]
+
+
+_CPU_TAIL = re.compile(r"(?:\s+[a-z]+)+$")
 
 
 def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
@@ -375,6 +393,7 @@ def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
                 continue
             for m in rx.finditer(text):
                 v = " ".join(m.group(1).split()).strip(" ,.;:()")
+                v = _CPU_TAIL.sub("", v) if v.count(" ") >= 2 else v  # "... 9800X3D bits", "... 2.0GHz machine"
                 if len(v) < 2 or len(v) > 90:
                     continue
                 c = found.setdefault(v.lower(), Candidate(v, [], set(), v.lower()))
@@ -384,7 +403,10 @@ def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
         idx = ex.clean.find(rule_cpu)
         found[rule_cpu.lower()] = Candidate(rule_cpu, [(idx, idx + len(rule_cpu), idx < 0)], {"rule_only"},
                                             rule_cpu.lower())
+    from .hwcands import cpu_value_feats
+
     out = list(found.values())
+    norms = [c.norm for c in out]
     for c in out:
         for s, e, subj in c.spans[:4]:
             if s >= 0:
@@ -392,6 +414,7 @@ def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
         c.feats.add(f"count={min(len(c.spans), 3)}")
         c.feats.add(f"ncpus={min(len(out), 4)}")
         c.feats.add(f"cpulen={min(len(c.value.split()), 6)}")
+        c.feats |= cpu_value_feats(c.value, norms)
         if rule_cpu and c.norm == rule_cpu.lower():
             c.feats.add("rule_cpu")
         if ex.is_robot:

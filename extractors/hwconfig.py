@@ -173,8 +173,9 @@ def _hw_arch(ex: Extractor, hw: dict, spans: dict) -> None:
         ranked = sorted(fam_tot.values(), reverse=True)
         if len(ranked) > 1 and ranked[1] >= 0.6 * ranked[0] and not any(rx.search(ex.subject) for rx, n in P.ARCH_WORDS if n == best):
             # two architectures named about equally often (a comparison of the two):
-            # which one is meant is not clear
+            # which one is meant is not clear (and no machine named elsewhere says it either)
             best = None
+            ex.arch_compared = True
             if hw["cpu"]:
                 hw["cpu"] = None
                 spans.pop("cpu", None)
@@ -224,6 +225,8 @@ def _hw_storage(ex: Extractor, hw: dict, spans: dict) -> None:
         mods = []
         for t in reversed(prefix[-5:]):
             tt = t.strip(",()")
+            if tt == "0" or ":" in tt:
+                break  # an lsblk / table column ("sda 8:0 0 931.5G 0 disk"), not a count
             if P.STORAGE_MOD.match(tt) or P.STORAGE_ACRO.match(tt):
                 mods.insert(0, t)
             else:

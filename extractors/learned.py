@@ -34,15 +34,17 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import patterns as P
-from .boards import arch_from_hardware
+from .boards import arch_guess
 from .claim import Claim, Fact
 from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
                        cpu_candidates, gate_features, message_features, norm_version, prefix_is_value,
                        version_candidates, version_features, version_order)
+from .hwcands import storage_candidates
 from .subsystems import title_near_commit
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
 
+CPUINFO_THRESHOLD = 0.5  # the cpu ranker's keep threshold for a cpuinfo "model name" line
 GATED_FIELDS = ("metric", "change_percent", "cpu", "arch", "memory", "storage", "filesystem",
                 "benchmark", "subsystem")
 
@@ -128,7 +130,8 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     _decide_range(ctx, model, out, facts, cands)
     cpu_m = model.get("cpu")
     _decide_cpu(ctx, cpu_m, out, facts)
-    _decide_gated(ctx, model, out, facts, old, cpu_m)
+    _decide_storage(ctx, model.get("storage"), out, facts)
+    _decide_gated(ctx, model, out, facts, old, cpu_m, model.get("storage"))
     _decide_arch(ctx, model, out, facts, old)
     out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
     out.facts = facts
@@ -181,19 +184,37 @@ def _decide_cpu(ctx: RuleContext, cpu_m, out: Claim, facts: list[Fact]) -> None:
     """The cpu: a ranker over CPU strings (when the model has one)."""
     if cpu_m is not None:
         ex = ctx.ex
-        best = _best(cpu_m, cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu")))
+        cands = cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu"))
+        best = _best(cpu_m, cands)
+        if best is None:
+            # a /proc/cpuinfo "model name" line is the machine's CPU string by definition: it
+            # needs less support from the context than a CPU named in prose
+            named = [c for c in cands if "cpat:0" in c.feats]
+            best = _best(Linear({"bias": cpu_m.bias, "weights": cpu_m.weights, "threshold": CPUINFO_THRESHOLD}), named)
         out.hardware["cpu"] = best.value if best is not None else None
         facts[:] = [f for f in facts if f.field != "cpu"]
         if best is not None:
             facts.append(_fact_for(ex, "cpu", best.value, best))
 
 
-def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict, cpu_m) -> None:
+def _decide_storage(ctx: RuleContext, st_m, out: Claim, facts: list[Fact]) -> None:
+    """The storage: a ranker over storage phrases (when the model has one)."""
+    if st_m is not None:
+        ex = ctx.ex
+        best = _best(st_m, storage_candidates(ex, ctx.rule_claim.hardware.get("storage")))
+        out.hardware["storage"] = best.value if best is not None else None
+        facts[:] = [f for f in facts if f.field != "storage"]
+        if best is not None:
+            facts.append(_fact_for(ex, "storage", best.value, best))
+
+
+def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict, cpu_m,
+                  st_m=None) -> None:
     """The gated fields: the rules' value, kept where its gate model accepts it."""
     c = ctx.rule_claim
     ex = ctx.ex
     for name in GATED_FIELDS:
-        if name == "arch" or (name == "cpu" and cpu_m is not None):
+        if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None):
             continue
         value = normalise_value(name, c.field_value(name))
         if value is None:
@@ -219,19 +240,38 @@ def _decide_arch(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], 
     model accepts it."""
     c = ctx.rule_claim
     ex = ctx.ex
-    arch = normalise_value("arch", c.hardware.get("arch"))
-    if arch is None:
-        # (the rule stage scanned for these words already: mt.search reuses its scans)
-        guess = None if any(ex.mt.search(rx) for rx, _ in P.ARCH_WORDS) else \
-            arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
-        if guess is not None:
-            arch, span = guess
-            facts.append(_fact_span(ex, "arch", arch, span))
+    arch, fact, src = _arch_value(ex, c)
+    if fact is not None:
+        facts.append(fact)
     g = model.get("gate_arch")
-    if arch is not None and g is not None and g.prob(gate_features(ex, "arch", arch, old.get("arch"), out.kind)) < g.threshold:
+    if arch is not None and g is not None and g.prob(_arch_features(ex, arch, fact or old.get("arch"), out.kind, src)) \
+            < g.threshold:
         arch = None
         facts[:] = [f for f in facts if f.field != "arch"]
     out.hardware["arch"] = arch
+
+
+def _arch_value(ex, c: Claim):
+    """The rule's arch word, else the architecture of the hardware, package, toolchain or oops
+    the text names: ``(arch, new fact or None, source)``."""
+    arch = normalise_value("arch", c.hardware.get("arch"))
+    if arch is not None:
+        return arch, None, "word"
+    if getattr(ex, "arch_compared", False):
+        return None, None, None  # two architectures compared: neither is the machine's
+    guess = arch_guess(ex.clean, ex.subject, c.hardware.get("cpu"))
+    if guess is None:
+        return None, None, None
+    return guess[0], _fact_span(ex, "arch", guess[0], guess[1]), guess[2]
+
+
+def _arch_features(ex, arch: str, fact, kind, src) -> set[str]:
+    f = gate_features(ex, "arch", arch, fact, kind)
+    f.add(f"g:arch:src={src}")
+    f.add(f"g:arch:src={src}:{arch}")
+    if src != "word" and any(ex.mt.search(rx) for rx, _ in P.ARCH_WORDS):
+        f.add("g:arch:words_unresolved")  # architecture words the rule stage left undecided
+    return f
 
 
 _MEM_SIZE = re.compile(r"^(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]))\s*(?:of\s+)?(?:RAM|memory|mem|DRAM|DDR\w*)\b",
@@ -356,7 +396,7 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     """Feature sets with their 0/1 targets, per model, for one labelled message
     (used by ``bench/train_model.py``; the same feature code as ``decide``)."""
     ex, c = ctx.ex, ctx.rule_claim
-    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "cpu"] +
+    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "cpu", "storage"] +
                             ["gate_" + f for f in GATED_FIELDS]}
     msg = message_features(ctx)
     pos = bool(label.get("is_regression"))
@@ -383,14 +423,20 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     gold_cpu = label.get("cpu")
     out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
                   for cc in cpu_candidates(ex, c.hardware.get("cpu"))]
+    gold_st = label.get("storage")
+    out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
+                      for sc in storage_candidates(ex, c.hardware.get("storage"))]
     for name in GATED_FIELDS:
         value = normalise_value(name, c.field_value(name))
-        if name == "arch" and value is None:
-            guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
-            value = guess[0] if guess else None
+        fact = next((f for f in c.facts if f.field == name), None)
+        if name == "arch":
+            value, afact, src = _arch_value(ex, c)
+            if value is not None:
+                out["gate_arch"].append((_arch_features(ex, value, afact or fact, label.get("kind"), src),
+                                         int(_gate_match(name, value, label.get(name)))))
+            continue
         if value is None:
             continue
-        fact = next((f for f in c.facts if f.field == name), None)
         out["gate_" + name].append((gate_features(ex, name, value, fact, label.get("kind")),
                                     int(_gate_match(name, value, label.get(name)))))
     return out
