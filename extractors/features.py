@@ -389,6 +389,11 @@ def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None
     if ex.is_robot:
         f.add(f"g:{field}:robot")
     f |= {f"g:{field}:v:{t}" for t in words(str(value), 200)[:8]}
+    if field in ("metric", "change_percent") and getattr(ex, "held_measure", None):
+        f.add(f"g:{field}:rule_not_report")  # the rules' scorer judged the message no report
+    if field in ("metric", "change_percent"):
+        # where the measure came from (robot line, table, "from A to B", stated %, unit pair ...)
+        f.add(f"g:{field}:src={getattr(ex, 'measure_source', None)}")
     if field == "subsystem":
         # where the area was read from (a culprit's title prefix, a path, a keyword count ...)
         # and how deep it goes ("mm" vs "drivers/gpu/drm/i915")

@@ -192,10 +192,17 @@ def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact],
     """The gated fields: the rules' value, kept where its gate model accepts it."""
     c = ctx.rule_claim
     ex = ctx.ex
+    held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         if name == "arch" or (name == "cpu" and cpu_m is not None):
             continue
         value = normalise_value(name, c.field_value(name))
+        if value is None and held.get(name) is not None:
+            # the rules judged the message no report and set its measure aside: the model did
+            value = held[name]
+            old = {**old, name: next((f for f in held["facts"] if f.field == name), None)}
+            if old[name] is not None:
+                facts.append(old[name])
         if value is None:
             _set_field(out, name, None)
             facts[:] = [f for f in facts if f.field != name]
@@ -382,14 +389,17 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     gold_cpu = label.get("cpu")
     out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
                   for cc in cpu_candidates(ex, c.hardware.get("cpu"))]
+    held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         value = normalise_value(name, c.field_value(name))
+        if value is None and name in held:
+            value = held[name]
         if name == "arch" and value is None:
             guess = arch_from_hardware(ex.clean, ex.subject, c.hardware.get("cpu"))
             value = guess[0] if guess else None
         if value is None:
             continue
-        fact = next((f for f in c.facts if f.field == name), None)
+        fact = next((f for f in list(c.facts) + held.get("facts", []) if f.field == name), None)
         out["gate_" + name].append((gate_features(ex, name, value, fact, label.get("kind")),
                                     int(_gate_match(name, value, label.get(name)))))
     return out

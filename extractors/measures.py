@@ -411,6 +411,41 @@ def unit_of_stated_drop(ex: Extractor) -> tuple[str | None, tuple | None]:
     return None, None
 
 
+_LINK_AFTER = re.compile(r"\s*(?:link|port|NIC|interface|card|ethernet|connection|line|uplink|network|adapter|"
+                         r"max(?:imum)?|limit|cap|peak|theoretical)s?\b", re.I)
+
+
+def unit_pair_change(ex: Extractor):
+    """A change computed from one rate unit measured at a few distinct values ("313.20MB/s"
+    before, "68.61MB/s" after): the lowest against the highest, as a regression of a rate reads.
+    (Durations were tried the same way: too many unrelated times in reports.)  Returns (pct,
+    cspan, unit as written, source) or None."""
+    by_unit: dict[str, list] = {}
+    for u in ex.mt.units[:400]:
+        for m in UNIT_MEASURED.finditer(u.text):
+            num = m.group(0)[:m.start(1) - m.start()].strip()
+            if re.search(r"\d\s?[-–]\s?\d", num) or _LINK_AFTER.match(u.text, m.end()):
+                continue  # a range, or a capacity rather than a measurement
+            by_unit.setdefault(_norm_unit(m.group(1)).lower(), []).append(
+                (float(num), m.group(1), u.cstart + m.start(), u.cstart + m.end()))
+    if not by_unit:
+        return None
+    hits = by_unit[max(by_unit, key=lambda k: len(by_unit[k]))]
+    vals = sorted({h[0] for h in hits})
+    if not 2 <= len(vals) <= 4 or vals[0] <= 0:
+        return None
+    first, last = min(hits, key=lambda h: h[2]), max(hits, key=lambda h: h[2])
+    unit = first[1]
+    km = _KEYED_VALUE.search(ex.clean, max(0, first[2] - 40), first[2])
+    if km:  # fio's "WRITE: bw=1512MiB/s", "read: IOPS=203k, BW=49.6GiB/s": the quantity as named
+        unit = " ".join(x for x in (km.group(1), km.group(2)) if x) + f" ({unit})"
+    return round((vals[0] - vals[-1]) / vals[-1] * 100.0, 1), (first[2], last[3]), unit, "rate_pair"
+
+
+_KEYED_VALUE = re.compile(r"(?:\b(READ|WRITE|read|write|TRIM|trim|MIXED|mixed)\s*:\s*(?:[A-Za-z]+=\S+,?\s*)*?)?"
+                          r"\b(bw|BW|bandwidth|iops|IOPS|aggrb|throughput)\s*[=:]\s*$")
+
+
 def fallback_metric(ex: Extractor, times) -> tuple[str | None, tuple | None]:
     if times is not None:
         text = ex.subject if times[3] else ex.clean

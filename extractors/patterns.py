@@ -45,7 +45,7 @@ UNIT_WORDS = (
     r"usecs?|us|µs|ms|msecs?|ns|nsecs?|seconds?|secs?|s|minutes?|mins?|hours?|cycles|"
     r"jobs/min|files/sec|files/s|MHz|GHz")
 # The throughput/rate subset of UNIT_WORDS (no time units): names a metric on its own.
-RATE_UNITS = (r"[KMGT]i?B/s(?:ec)?|[KMGT]b/s|[KMGT]bps|[KMGT]bit/s|IOPS|iops|ops/s(?:ec)?|req/s|"
+RATE_UNITS = (r"[KMGT]i?B/s(?:ec)?|[KMGT]b/s|[KMGT]bps|[KMGT]bits?/s(?:ec)?|IOPS|iops|ops/s(?:ec)?|req/s|"
               r"transactions/s(?:ec)?|tps|fps|pps|files/s(?:ec)?")
 PAIR_VS = re.compile(
     r"(?<![\w.])(\d+(?:\.\d+)?)\s*(" + UNIT_WORDS + r")?\s+(?:vs\.?|versus|->|=>|→)\s+(\d+(?:\.\d+)?)\s*("
@@ -65,7 +65,7 @@ THROUGHPUT_UNIT = re.compile(r"(?:[KMGT]i?B/s|[KMGT]b/s|[KMGT]bps|bit/s|ops/s|IO
                              r"jobs-per-min|per_sec|per_thread_ops|per_process_ops|_ops\b|throughput|"
                              r"ops|score|bandwidth|files_per_sec|\bbw\b)", re.I)
 TIME_METRIC = re.compile(r"(?:latency|time|duration|elapsed|\bsecs?\b|\bms\b|\bus\b|usecs?|nsecs?|"
-                         r"seconds|runtime|cycles|as long)", re.I)
+                         r"seconds|runtime|cycles|as long|overhead|(?<![a-z])lat(?![a-z])|_(?:ns|us|ms)\b)", re.I)
 
 # ------------------------------------------------------------------------------ robots
 ROBOT_SUBJECT = re.compile(
