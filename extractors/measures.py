@@ -282,7 +282,22 @@ def stated_percent(ex: Extractor):
                         (m.group("num")[0] == "-" and re.search(r"\d\s?%?$", pre)):
                     hedged = True  # a range "1-3.5%": no single figure
                 return float(m.group("num")), (m.start(), m.end()), hedged, subj
+    m = ex.mt.search(_STATED_PERCENT_WORD) if "percent" in ex.mt.low or "per cent" in ex.mt.low else None
+    if m:  # "a thirty percent drop", "25 per cent slower"
+        n = m.group("num").lower()
+        val = float(n) if n[0].isdigit() else _NUM_WORDS[n]
+        hedged = (m.group("hedge") or "").strip().lower() in ("more than", "over", "at least", "up to")
+        return val, (m.start(), m.end()), hedged, False
     return None
+
+
+_NUM_WORDS = {w: float(10 * (i + 1)) for i, w in enumerate(("ten", "twenty", "thirty", "forty", "fifty", "sixty",
+                                                             "seventy", "eighty", "ninety"))}
+_NUM_WORDS.update({"five": 5.0, "fifteen": 15.0, "twenty-five": 25.0, "a hundred": 100.0, "one hundred": 100.0})
+_STATED_PERCENT_WORD = re.compile(
+    r"(?P<hedge>\b(?:more than|over|at least|up to|almost|nearly|about|around|roughly)\s+)?\b(?P<num>\d+(?:\.\d+)?|"
+    + "|".join(sorted(_NUM_WORDS, key=len, reverse=True)) + r")[ -](?:percent|per cent)\s+(?:\w+\s+){0,2}?"
+    r"(?:regression|drop|decrease|degradation|slowdown|loss|lower|slower|worse|reduction|less)\b", I)
 
 
 def times_phrase(ex: Extractor):
@@ -409,6 +424,26 @@ def unit_of_stated_drop(ex: Extractor) -> tuple[str | None, tuple | None]:
             m, u = hits[0]
             return _norm_unit(m.group(1)), (u.cstart + m.start(1), u.cstart + m.end(1))
     return None, None
+
+
+# the metric named in prose: "The main metric is `iteration_ns_per_page`", "Metric: IOPS",
+# 'look for the "Write clat ns p99" metric', "the transactions per second (tps)"
+_METRIC_NAMED = re.compile(
+    r"\b(?:(?:main|primary|key|relevant|reported|measured|performance)\s+)?metrics?\s*(?:is|was|:|=)\s*[`'\"]?"
+    r"(?P<a>[A-Za-z][\w./()%-]*(?:[ \t][\w./()%-]+){0,3}?)[`'\"]?(?=\s*(?:[,.;(\n]|$|,?\s+(?:lower|higher|which|where|and)\b))"
+    r"|[`'\"](?P<b>[A-Za-z][\w./ %-]{1,40})[`'\"]\s+metric\b", re.I | re.M)
+
+
+def named_metric(ex: Extractor) -> tuple[str | None, tuple | None]:
+    """A metric the text names as such ("the primary metric is cycle_ns_per_page")."""
+    m = ex.mt.search(_METRIC_NAMED) if "metric" in ex.mt.low else None
+    if not m:
+        return None, None
+    g = "a" if m.group("a") else "b"
+    v = m.group(g).strip()
+    if v.lower() in ("the", "a", "an", "that", "this", "not", "very", "also", "still"):
+        return None, None
+    return v, (m.start(g), m.end(g))
 
 
 _LINK_AFTER = re.compile(r"\s*(?:link|port|NIC|interface|card|ethernet|connection|line|uplink|network|adapter|"

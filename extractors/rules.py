@@ -22,8 +22,8 @@ from .culprits import choose_culprit, culprit_written, score_commits
 from .evidence import claim_sentence, version_span
 from .hwconfig import config, hardware
 from .mailtext import MailText
-from .measures import (fallback_metric, measured, robot_facts, stated_percent, times_phrase, unit_of_stated_drop,
-                       unit_pair_change)
+from .measures import (fallback_metric, measured, named_metric, robot_facts, stated_percent, times_phrase,
+                       unit_of_stated_drop, unit_pair_change)
 from .mentions import clean_commits, clean_versions, find_commits, find_versions
 from .ranges import choose_good_bad
 from .subsystems import canonical, subsystem_with_source
@@ -100,6 +100,11 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
             change, change_span, ex.measure_source = up[0], up[1], up[3]
         if up is not None and metric is None:
             metric, metric_span = up[2], up[1]
+    if (metric is None or metric == "time") and kind == "performance":
+        named, named_span = named_metric(ex)
+        if named is not None:  # named as the metric: before a bare unit or "time" from "N times as long"
+            metric, metric_span = named, named_span
+            ex.measure_source = ex.measure_source or "named_metric"
     # -- is_regression
     score, why = regression_score(ex, culprit, good, bad, change)
     conf = sigmoid(score - 2.5)
