@@ -35,6 +35,8 @@ _LKP_TESTCASE = re.compile(r"^[ \t>]*(?:in\s+)?testcase:[ \t]*([a-z][\w.+-]*[\w+
 _LKP_PARAMS = re.compile(r"^[ \t>]*((?:[\w-]+/)*testcase(?:/[\w-]+)*):[ \t]*\n[ \t>]*([^\s/]+(?:/[^\s/]+)*)[ \t]*$",
                          re.M)
 _LKP_NOT_BENCH = {"boot", "kbuild", "build", "rootfs"}
+_FIO_OPTION = re.compile(r"(?<![\w-])-{0,2}(ioengine|iodepth|numjobs|rw|direct|time_based|group_reporting|randrepeat|"
+                         r"iodepth_batch\w*|fsync_on_close|end_fsync)\s*=")
 _AND_OR = re.compile(r"\s+(?:and|or|,)")
 _WEAK_AFTER1 = re.compile(r"\s+(?:if=|of=|bs=|-\w)")
 _WEAK_BEFORE1 = re.compile(r"[\"'(]$")
@@ -301,6 +303,11 @@ def _cfg_benchmark(ex: Extractor, kind: str | None, cfg: dict, spans: dict) -> N
         name = max(b_scores, key=lambda k: (b_scores[k], -b_first.get(k, 0)))
         cfg["benchmark"] = {"fs_mark": "fsmark"}.get(name, name)
         spans["benchmark"] = b_span.get(name)
+    elif kind == "performance" and ("iodepth" in mt.low or "ioengine" in mt.low or "numjobs" in mt.low) \
+            and len({m.group(1).lower() for m in mt.finditer(_FIO_OPTION)}) >= 3:
+        # a fio job written out without the tool's name ("ioengine=libaio", "iodepth=32", "rw=randrw")
+        m = mt.search(_FIO_OPTION)
+        cfg["benchmark"], spans["benchmark"] = "fio", (m.start(1), m.end(1))
 
 
 def _lkp_testcase(ex: Extractor):

@@ -446,6 +446,34 @@ def named_metric(ex: Extractor) -> tuple[str | None, tuple | None]:
     return v, (m.start(g), m.end(g))
 
 
+# what a performance report measures, named in its subject or text: "writeback throughput",
+# "wifi throughput halved", "rename() latency", "network speed"
+_METRIC_NOUN = re.compile(r"(?:\b([A-Za-z][\w()/-]{1,20})\s+)?\b(throughput|bandwidth|latency|latencies|IOPS|iops|"
+                          r"(?:download|upload|network|transfer|write|read|copy|boot|suspend|resume)\s+(?:speed|time)s?|"
+                          r"(?:run|exec|execution|wall[- ]clock|elapsed|completion)\s+time)\b")
+_NOUN_STOP = {"the", "a", "an", "of", "in", "and", "or", "to", "for", "with", "on", "at", "by", "its", "our", "my",
+              "your", "their", "this", "that", "same", "lower", "higher", "better", "worse", "less", "more", "low",
+              "high", "good", "bad", "poor", "reduced", "increased", "is", "was", "are", "were", "be", "has", "have",
+              "overall", "total", "average", "max", "min", "significant", "huge", "big", "small", "some", "much",
+              "performance", "regression", "drop", "slow", "slower", "faster", "no", "not", "any", "i", "we", "it"}
+
+
+def metric_noun(ex: Extractor) -> tuple[str | None, tuple | None]:
+    """The measured quantity a performance report names ("throughput", "writeback throughput"):
+    in the subject, else in the first sentence of the author's own text that names one."""
+    cands = [(ex.subject, None)] + [(u.text, u) for u in ex.mt.units[:200] if u.depth == 0] + \
+        [(u.text, u) for u in ex.mt.units[:200] if u.depth > 0]
+    for text, u in cands:
+        m = _METRIC_NOUN.search(text) if text else None
+        if m is None:
+            continue
+        mod = m.group(1)
+        start = m.start(1) if mod and mod.lower() not in _NOUN_STOP and not mod[0].isdigit() else m.start(2)
+        value = " ".join(text[start:m.end(2)].split())
+        return value, (None if u is None else (u.cstart + start, u.cstart + m.end(2)))
+    return None, None
+
+
 _LINK_AFTER = re.compile(r"\s*(?:link|port|NIC|interface|card|ethernet|connection|line|uplink|network|adapter|"
                          r"max(?:imum)?|limit|cap|peak|theoretical)s?\b", re.I)
 

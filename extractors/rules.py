@@ -22,7 +22,7 @@ from .culprits import choose_culprit, culprit_written, score_commits
 from .evidence import claim_sentence, version_span
 from .hwconfig import config, hardware
 from .mailtext import MailText
-from .measures import (fallback_metric, measured, named_metric, robot_facts, stated_percent, times_phrase,
+from .measures import (fallback_metric, measured, metric_noun, named_metric, robot_facts, stated_percent, times_phrase,
                        unit_of_stated_drop, unit_pair_change)
 from .mentions import clean_commits, clean_versions, find_commits, find_versions
 from .ranges import choose_good_bad
@@ -105,6 +105,10 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
         if named is not None:  # named as the metric: before a bare unit or "time" from "N times as long"
             metric, metric_span = named, named_span
             ex.measure_source = ex.measure_source or "named_metric"
+    if metric is None and kind == "performance":
+        metric, metric_span = metric_noun(ex)
+        if metric is not None:
+            ex.measure_source = ex.measure_source or "metric_noun"
     # -- is_regression
     score, why = regression_score(ex, culprit, good, bad, change)
     conf = sigmoid(score - 2.5)
