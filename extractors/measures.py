@@ -434,6 +434,29 @@ _METRIC_NAMED = re.compile(
     r"|[`'\"](?P<b>[A-Za-z][\w./ %-]{1,40})[`'\"]\s+metric\b", re.I | re.M)
 
 
+def performance_measure(ex: Extractor, change, change_span, metric, metric_span) -> tuple:
+    """In a performance report (two speeds in a functional one are seldom its claim), the
+    candidates tried after the robot line, tables, stated figures: a rate measured at a few
+    values, a metric named as such, the measured quantity the text names.  ``ex.measure_source``
+    says which.  Returns (change, change_span, metric, metric_span)."""
+    if change is None or metric is None:
+        up = unit_pair_change(ex)
+        if up is not None and change is None:
+            change, change_span, ex.measure_source = up[0], up[1], up[3]
+        if up is not None and metric is None:
+            metric, metric_span = up[2], up[1]
+    if metric is None or metric == "time":
+        named, named_span = named_metric(ex)
+        if named is not None:  # named as the metric: before a bare unit or "time" from "N times as long"
+            metric, metric_span = named, named_span
+            ex.measure_source = ex.measure_source or "named_metric"
+    if metric is None:
+        metric, metric_span = metric_noun(ex)
+        if metric is not None:
+            ex.measure_source = ex.measure_source or "metric_noun"
+    return change, change_span, metric, metric_span
+
+
 def named_metric(ex: Extractor) -> tuple[str | None, tuple | None]:
     """A metric the text names as such ("the primary metric is cycle_ns_per_page")."""
     m = ex.mt.search(_METRIC_NAMED) if "metric" in ex.mt.low else None

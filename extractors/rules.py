@@ -22,8 +22,8 @@ from .culprits import choose_culprit, culprit_written, score_commits
 from .evidence import claim_sentence, version_span
 from .hwconfig import config, hardware
 from .mailtext import MailText
-from .measures import (fallback_metric, measured, metric_noun, named_metric, robot_facts, stated_percent, times_phrase,
-                       unit_of_stated_drop, unit_pair_change)
+from .measures import (fallback_metric, measured, performance_measure, robot_facts, stated_percent, times_phrase,
+                       unit_of_stated_drop)
 from .mentions import clean_commits, clean_versions, find_commits, find_versions
 from .ranges import choose_good_bad
 from .subsystems import canonical, subsystem_with_source
@@ -93,22 +93,8 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
     good, bad = choose_good_bad(ex, measured_pair, robot_pair, culprit)
     change, change_span, change_subj, metric, metric_span = _change_and_metric(ex, m0, robot)
     kind, hw, hw_spans, cfg, cfg_spans = _setup(ex, change, metric)
-    if (change is None or metric is None) and kind == "performance":
-        # (only in a performance report: two speeds in a functional one are seldom its claim)
-        up = unit_pair_change(ex)
-        if up is not None and change is None:
-            change, change_span, ex.measure_source = up[0], up[1], up[3]
-        if up is not None and metric is None:
-            metric, metric_span = up[2], up[1]
-    if (metric is None or metric == "time") and kind == "performance":
-        named, named_span = named_metric(ex)
-        if named is not None:  # named as the metric: before a bare unit or "time" from "N times as long"
-            metric, metric_span = named, named_span
-            ex.measure_source = ex.measure_source or "named_metric"
-    if metric is None and kind == "performance":
-        metric, metric_span = metric_noun(ex)
-        if metric is not None:
-            ex.measure_source = ex.measure_source or "metric_noun"
+    if kind == "performance":
+        change, change_span, metric, metric_span = performance_measure(ex, change, change_span, metric, metric_span)
     # -- is_regression
     score, why = regression_score(ex, culprit, good, bad, change)
     conf = sigmoid(score - 2.5)
