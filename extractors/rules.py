@@ -93,10 +93,10 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
     good, bad = choose_good_bad(ex, measured_pair, robot_pair, culprit)
     change, change_span, change_subj, metric, metric_span = _change_and_metric(ex, m0, robot)
     kind, hw, hw_spans, cfg, cfg_spans = _setup(ex, change, metric)
-    if kind == "performance":
-        change, change_span, metric, metric_span = performance_measure(ex, change, change_span, metric, metric_span)
     # -- is_regression
     score, why = regression_score(ex, culprit, good, bad, change)
+    if kind == "performance":  # (after the score: these weaker candidates are no evidence of a report)
+        change, change_span, metric, metric_span = performance_measure(ex, change, change_span, metric, metric_span)
     conf = sigmoid(score - 2.5)
     c.is_regression = conf >= 0.5
     c.confidence = round(conf, 3)
