@@ -282,22 +282,7 @@ def stated_percent(ex: Extractor):
                         (m.group("num")[0] == "-" and re.search(r"\d\s?%?$", pre)):
                     hedged = True  # a range "1-3.5%": no single figure
                 return float(m.group("num")), (m.start(), m.end()), hedged, subj
-    m = ex.mt.search(_STATED_PERCENT_WORD) if "percent" in ex.mt.low or "per cent" in ex.mt.low else None
-    if m:  # "a thirty percent drop", "25 per cent slower"
-        n = m.group("num").lower()
-        val = float(n) if n[0].isdigit() else _NUM_WORDS[n]
-        hedged = (m.group("hedge") or "").strip().lower() in ("more than", "over", "at least", "up to")
-        return val, (m.start(), m.end()), hedged, False
     return None
-
-
-_NUM_WORDS = {w: float(10 * (i + 1)) for i, w in enumerate(("ten", "twenty", "thirty", "forty", "fifty", "sixty",
-                                                             "seventy", "eighty", "ninety"))}
-_NUM_WORDS.update({"five": 5.0, "fifteen": 15.0, "twenty-five": 25.0, "a hundred": 100.0, "one hundred": 100.0})
-_STATED_PERCENT_WORD = re.compile(
-    r"(?P<hedge>\b(?:more than|over|at least|up to|almost|nearly|about|around|roughly)\s+)?\b(?P<num>\d+(?:\.\d+)?|"
-    + "|".join(sorted(_NUM_WORDS, key=len, reverse=True)) + r")[ -](?:percent|per cent)\s+(?:\w+\s+){0,2}?"
-    r"(?:regression|drop|decrease|degradation|slowdown|loss|lower|slower|worse|reduction|less)\b", I)
 
 
 def times_phrase(ex: Extractor):
