@@ -48,6 +48,11 @@ C_DEFAULT = 0.3
 THRESHOLDS = {"is_regression": 0.5, "kind": 0.5, "culprit": 0.4, "good": 0.8, "bad": 0.7, "cpu": 0.75, "storage": 0.7,
               "gate_metric": 0.5, "gate_memory": 0.4, "gate_storage": 0.5, "gate_subsystem": 0.5,
               "gate_filesystem": 0.5, "gate_arch": 0.6}
+# metric: 0.65 once the metric candidates grew (rate pairs, a metric named in prose, the measured
+# quantity a report names): pooled 5-fold CV P 0.915 R 0.614 against P 0.861 R 0.676 at 0.5
+# (bench/tune_thresholds.py --only gate_metric, fourth run of 2026-11-24); 0.7 (P 0.955 R 0.605)
+# drops the hand-written test's "open_close_ns, lower is better" metric
+THRESHOLDS["gate_metric"] = 0.65
 # good / bad: the threshold of an end that forms an ordered range with the other end (alone: good
 # 0.8, bad 0.7; in a pair: good 0.75, bad 0.65; with the range-context features CV precision and
 # recall are above those of 0.8 / 0.65 / 0.65; no setting reaches CV precision 0.9 without losing

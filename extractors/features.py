@@ -427,6 +427,17 @@ def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None
     if ex.is_robot:
         f.add(f"g:{field}:robot")
     f |= {f"g:{field}:v:{t}" for t in words(str(value), 200)[:8]}
+    if field in ("metric", "change_percent") and getattr(ex, "held_measure", None):
+        f.add(f"g:{field}:rule_not_report")  # the rules' scorer judged the message no report
+    if field in ("metric", "change_percent"):
+        # where the measure came from (robot line, table, "from A to B", stated %, unit pair ...)
+        f.add(f"g:{field}:src={getattr(ex, 'measure_source', None)}")
+    if field == "change_percent":
+        # the size of the change: a drop of exactly 100% or a change of thousands of percent is
+        # seldom the reported figure; a few to some tens of percent usually is
+        v = abs(float(value))
+        f.add(f"g:change_percent:mag={next(i for i, b in enumerate((1, 5, 20, 50, 99.5, 1000, 1e18)) if v < b)}")
+        f.add(f"g:change_percent:sign={'+' if float(value) > 0 else '-'}")
     if field == "subsystem":
         # where the area was read from (a culprit's title prefix, a path, a keyword count ...)
         # and how deep it goes ("mm" vs "drivers/gpu/drm/i915")

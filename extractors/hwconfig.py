@@ -30,6 +30,13 @@ _MEM_MACHINE_LINE = re.compile(r"^(?:Hardware|System|Machine|Platform|Server|Tes
 _FS_CTX = re.compile(r"mkfs\.|mount\s+-t|file\s?systems?|\bfs\b|\bon\s+\w*$|\(ro,|testcase|fs:", I)
 _TESTCASE = re.compile(r"(?:testcase|Benchmark|test tools? (?:is|are)|benchmarks? (?:is|are)|tools?)\s*[:\-]?\s*"
                        r"([\w+.-]+)", I)
+# an LKP report's test line: "testcase: fio-basic", "in testcase: trinity" (quoted or not)
+_LKP_TESTCASE = re.compile(r"^[ \t>]*(?:in\s+)?testcase:[ \t]*([a-z][\w.+-]*[\w+])[ \t]*$", re.M)
+_LKP_PARAMS = re.compile(r"^[ \t>]*((?:[\w-]+/)*testcase(?:/[\w-]+)*):[ \t]*\n[ \t>]*([^\s/]+(?:/[^\s/]+)*)[ \t]*$",
+                         re.M)
+_LKP_NOT_BENCH = {"boot", "kbuild", "build", "rootfs"}
+_FIO_OPTION = re.compile(r"(?<![\w-])-{0,2}(ioengine|iodepth|numjobs|rw|direct|time_based|group_reporting|randrepeat|"
+                         r"iodepth_batch\w*|fsync_on_close|end_fsync)\s*=")
 _AND_OR = re.compile(r"\s+(?:and|or|,)")
 _WEAK_AFTER1 = re.compile(r"\s+(?:if=|of=|bs=|-\w)")
 _WEAK_BEFORE1 = re.compile(r"[\"'(]$")
@@ -294,6 +301,11 @@ def _cfg_benchmark(ex: Extractor, kind: str | None, cfg: dict, spans: dict) -> N
         b_scores[n] = 3 if _AND_OR.match(clean, tc.end(1)) else 10
         b_first[n] = tc.start(1)
         b_span[n] = (tc.start(1), tc.end(1))
+    lkp = _lkp_testcase(ex) if ex.is_robot else None
+    if lkp:
+        # a robot report's own test line names the test it ran, listed or not: decisive
+        cfg["benchmark"], spans["benchmark"] = lkp
+        return
     for text, w0, subj in ((ex.subject, 3.0, True), (clean, 1.0, False)):
         for m in (P.BENCH_RE.finditer(text) if subj else mt.finditer(P.BENCH_RE)):
             name = m.group(1).lower()
@@ -316,6 +328,28 @@ def _cfg_benchmark(ex: Extractor, kind: str | None, cfg: dict, spans: dict) -> N
         name = max(b_scores, key=lambda k: (b_scores[k], -b_first.get(k, 0)))
         cfg["benchmark"] = {"fs_mark": "fsmark"}.get(name, name)
         spans["benchmark"] = b_span.get(name)
+    elif kind == "performance" and ("iodepth" in mt.low or "ioengine" in mt.low or "numjobs" in mt.low) \
+            and len({m.group(1).lower() for m in mt.finditer(_FIO_OPTION)}) >= 3:
+        # a fio job written out without the tool's name ("ioengine=libaio", "iodepth=32", "rw=randrw")
+        m = mt.search(_FIO_OPTION)
+        cfg["benchmark"], spans["benchmark"] = "fio", (m.start(1), m.end(1))
+
+
+def _lkp_testcase(ex: Extractor):
+    """The test an LKP report ran: its "testcase: <name>" line, else the "testcase" column of
+    its parameter block ("compiler/.../testcase:" over "gcc-12/.../fio-basic").  (name, span)."""
+    m = ex.mt.search(_LKP_TESTCASE)
+    if m and m.group(1).lower() not in _LKP_NOT_BENCH:
+        return m.group(1).lower(), (m.start(1), m.end(1))
+    m = ex.mt.search(_LKP_PARAMS)
+    if m:
+        keys, vals = m.group(1).split("/"), m.group(2).split("/")
+        if len(keys) == len(vals):
+            n = vals[keys.index("testcase")].lower()
+            if re.fullmatch(r"[a-z][\w.+-]*", n) and n not in _LKP_NOT_BENCH:
+                s = m.start(2) + m.group(2).rfind(vals[keys.index("testcase")])
+                return n, (s, s + len(n))
+    return None
 
 
 def _cfg_command(ex: Extractor, cfg: dict, spans: dict) -> None:

@@ -213,10 +213,17 @@ def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact],
     """The gated fields: the rules' value, kept where its gate model accepts it."""
     c = ctx.rule_claim
     ex = ctx.ex
+    held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None):
             continue
         value = normalise_value(name, c.field_value(name))
+        if value is None and held.get(name) is not None:
+            # the rules judged the message no report and set its measure aside: the model did
+            value = held[name]
+            old = {**old, name: next((f for f in held["facts"] if f.field == name), None)}
+            if old[name] is not None:
+                facts.append(old[name])
         if value is None:
             _set_field(out, name, None)
             facts[:] = [f for f in facts if f.field != name]
@@ -426,9 +433,12 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     gold_st = label.get("storage")
     out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
                       for sc in storage_candidates(ex, c.hardware.get("storage"))]
+    held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         value = normalise_value(name, c.field_value(name))
-        fact = next((f for f in c.facts if f.field == name), None)
+        if value is None and name in held:
+            value = held[name]
+        fact = next((f for f in list(c.facts) + held.get("facts", []) if f.field == name), None)
         if name == "arch":
             value, afact, src = _arch_value(ex, c)
             if value is not None:

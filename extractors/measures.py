@@ -411,6 +411,112 @@ def unit_of_stated_drop(ex: Extractor) -> tuple[str | None, tuple | None]:
     return None, None
 
 
+# the metric named in prose: "The main metric is `iteration_ns_per_page`", "Metric: IOPS",
+# 'look for the "Write clat ns p99" metric', "the transactions per second (tps)"
+_METRIC_NAMED = re.compile(
+    r"\b(?:(?:main|primary|key|relevant|reported|measured|performance)\s+)?metrics?\s*(?:is|was|:|=)\s*[`'\"]?"
+    r"(?P<a>[A-Za-z][\w./()%-]*(?:[ \t][\w./()%-]+){0,3}?)[`'\"]?(?=\s*(?:[,.;(\n]|$|,?\s+(?:lower|higher|which|where|and)\b))"
+    r"|[`'\"](?P<b>[A-Za-z][\w./ %-]{1,40})[`'\"]\s+metric\b", re.I | re.M)
+
+
+def performance_measure(ex: Extractor, change, change_span, metric, metric_span) -> tuple:
+    """In a performance report (two speeds in a functional one are seldom its claim), the
+    candidates tried after the robot line, tables, stated figures: a rate measured at a few
+    values, a metric named as such, the measured quantity the text names.  ``ex.measure_source``
+    says which.  Returns (change, change_span, metric, metric_span)."""
+    if change is None or metric is None:
+        up = unit_pair_change(ex)
+        if up is not None and change is None:
+            change, change_span, ex.measure_source = up[0], up[1], up[3]
+        if up is not None and metric is None:
+            metric, metric_span = up[2], up[1]
+    if metric is None or metric == "time":
+        named, named_span = named_metric(ex)
+        if named is not None:  # named as the metric: before a bare unit or "time" from "N times as long"
+            metric, metric_span = named, named_span
+            ex.measure_source = ex.measure_source or "named_metric"
+    if metric is None:
+        metric, metric_span = metric_noun(ex)
+        if metric is not None:
+            ex.measure_source = ex.measure_source or "metric_noun"
+    return change, change_span, metric, metric_span
+
+
+def named_metric(ex: Extractor) -> tuple[str | None, tuple | None]:
+    """A metric the text names as such ("the primary metric is cycle_ns_per_page")."""
+    m = ex.mt.search(_METRIC_NAMED) if "metric" in ex.mt.low else None
+    if not m:
+        return None, None
+    g = "a" if m.group("a") else "b"
+    v = m.group(g).strip()
+    if v.lower() in ("the", "a", "an", "that", "this", "not", "very", "also", "still"):
+        return None, None
+    return v, (m.start(g), m.end(g))
+
+
+# what a performance report measures, named in its subject or text: "writeback throughput",
+# "wifi throughput halved", "rename() latency", "network speed"
+_METRIC_NOUN = re.compile(r"(?:\b([A-Za-z][\w()/-]{1,20})\s+)?\b(throughput|bandwidth|latency|latencies|IOPS|iops|"
+                          r"(?:download|upload|network|transfer|write|read|copy|boot|suspend|resume)\s+(?:speed|time)s?|"
+                          r"(?:run|exec|execution|wall[- ]clock|elapsed|completion)\s+time)\b")
+_NOUN_STOP = {"the", "a", "an", "of", "in", "and", "or", "to", "for", "with", "on", "at", "by", "its", "our", "my",
+              "your", "their", "this", "that", "same", "lower", "higher", "better", "worse", "less", "more", "low",
+              "high", "good", "bad", "poor", "reduced", "increased", "is", "was", "are", "were", "be", "has", "have",
+              "overall", "total", "average", "max", "min", "significant", "huge", "big", "small", "some", "much",
+              "performance", "regression", "drop", "slow", "slower", "faster", "no", "not", "any", "i", "we", "it"}
+
+
+def metric_noun(ex: Extractor) -> tuple[str | None, tuple | None]:
+    """The measured quantity a performance report names ("throughput", "writeback throughput"):
+    in the subject, else in the first sentence of the author's own text that names one."""
+    cands = [(ex.subject, None)] + [(u.text, u) for u in ex.mt.units[:200] if u.depth == 0] + \
+        [(u.text, u) for u in ex.mt.units[:200] if u.depth > 0]
+    for text, u in cands:
+        m = _METRIC_NOUN.search(text) if text else None
+        if m is None:
+            continue
+        mod = m.group(1)
+        start = m.start(1) if mod and mod.lower() not in _NOUN_STOP and not mod[0].isdigit() else m.start(2)
+        value = " ".join(text[start:m.end(2)].split())
+        return value, (None if u is None else (u.cstart + start, u.cstart + m.end(2)))
+    return None, None
+
+
+_LINK_AFTER = re.compile(r"\s*(?:link|port|NIC|interface|card|ethernet|connection|line|uplink|network|adapter|"
+                         r"max(?:imum)?|limit|cap|peak|theoretical)s?\b", re.I)
+
+
+def unit_pair_change(ex: Extractor):
+    """A change computed from one rate unit measured at a few distinct values ("313.20MB/s"
+    before, "68.61MB/s" after): the lowest against the highest, as a regression of a rate reads.
+    (Durations were tried the same way: too many unrelated times in reports.)  Returns (pct,
+    cspan, unit as written, source) or None."""
+    by_unit: dict[str, list] = {}
+    for u in ex.mt.units[:400]:
+        for m in UNIT_MEASURED.finditer(u.text):
+            num = m.group(0)[:m.start(1) - m.start()].strip()
+            if re.search(r"\d\s?[-–]\s?\d", num) or _LINK_AFTER.match(u.text, m.end()):
+                continue  # a range, or a capacity rather than a measurement
+            by_unit.setdefault(_norm_unit(m.group(1)).lower(), []).append(
+                (float(num), m.group(1), u.cstart + m.start(), u.cstart + m.end()))
+    if not by_unit:
+        return None
+    hits = by_unit[max(by_unit, key=lambda k: len(by_unit[k]))]
+    vals = sorted({h[0] for h in hits})
+    if not 2 <= len(vals) <= 4 or vals[0] <= 0:
+        return None
+    first, last = min(hits, key=lambda h: h[2]), max(hits, key=lambda h: h[2])
+    unit = first[1]
+    km = _KEYED_VALUE.search(ex.clean, max(0, first[2] - 40), first[2])
+    if km:  # fio's "WRITE: bw=1512MiB/s", "read: IOPS=203k, BW=49.6GiB/s": the quantity as named
+        unit = " ".join(x for x in (km.group(1), km.group(2)) if x) + f" ({unit})"
+    return round((vals[0] - vals[-1]) / vals[-1] * 100.0, 1), (first[2], last[3]), unit, "rate_pair"
+
+
+_KEYED_VALUE = re.compile(r"(?:\b(READ|WRITE|read|write|TRIM|trim|MIXED|mixed)\s*:\s*(?:[A-Za-z]+=\S+,?\s*)*?)?"
+                          r"\b(bw|BW|bandwidth|iops|IOPS|aggrb|throughput)\s*[=:]\s*$")
+
+
 def fallback_metric(ex: Extractor, times) -> tuple[str | None, tuple | None]:
     if times is not None:
         text = ex.subject if times[3] else ex.clean

@@ -45,7 +45,7 @@ UNIT_WORDS = (
     r"usecs?|us|µs|ms|msecs?|ns|nsecs?|seconds?|secs?|s|minutes?|mins?|hours?|cycles|"
     r"jobs/min|files/sec|files/s|MHz|GHz")
 # The throughput/rate subset of UNIT_WORDS (no time units): names a metric on its own.
-RATE_UNITS = (r"[KMGT]i?B/s(?:ec)?|[KMGT]b/s|[KMGT]bps|[KMGT]bit/s|IOPS|iops|ops/s(?:ec)?|req/s|"
+RATE_UNITS = (r"[KMGT]i?B/s(?:ec)?|[KMGT]b/s|[KMGT]bps|[KMGT]bits?/s(?:ec)?|IOPS|iops|ops/s(?:ec)?|req/s|"
               r"transactions/s(?:ec)?|tps|fps|pps|files/s(?:ec)?")
 PAIR_VS = re.compile(
     r"(?<![\w.])(\d+(?:\.\d+)?)\s*(" + UNIT_WORDS + r")?\s+(?:vs\.?|versus|->|=>|→)\s+(\d+(?:\.\d+)?)\s*("
@@ -65,7 +65,7 @@ THROUGHPUT_UNIT = re.compile(r"(?:[KMGT]i?B/s|[KMGT]b/s|[KMGT]bps|bit/s|ops/s|IO
                              r"jobs-per-min|per_sec|per_thread_ops|per_process_ops|_ops\b|throughput|"
                              r"ops|score|bandwidth|files_per_sec|\bbw\b)", re.I)
 TIME_METRIC = re.compile(r"(?:latency|time|duration|elapsed|\bsecs?\b|\bms\b|\bus\b|usecs?|nsecs?|"
-                         r"seconds|runtime|cycles|as long)", re.I)
+                         r"seconds|runtime|cycles|as long|overhead|(?<![a-z])lat(?![a-z])|_(?:ns|us|ms)\b)", re.I)
 
 # ------------------------------------------------------------------------------ robots
 ROBOT_SUBJECT = re.compile(
@@ -145,11 +145,27 @@ BENCHMARKS = ("sysbench", "fio", "dd", "aim7", "aim9", "will-it-scale", "fsmark"
               "sqlite", "nginx", "apachebench", "ab", "wrk", "memcached", "mysql", "postgresql",
               "specpower", "spec cpu", "stream", "lat_ctx", "pmbench", "ffsb", "compilebench",
               "xfstests", "ltp", "kselftest", "blktests", "fstests", "rt-tests", "cyclictest",
-              "tinymembench", "geekbench", "coremark", "osbench", "schedbench", "pipetest")
-BENCH_TESTS = {"xfstests", "ltp", "kselftest", "blktests", "fstests"}  # suites: benchmark only for perf
-BENCH_RE = re.compile(r"(?<![\w/.-])(" + "|".join(re.escape(b) for b in sorted(BENCHMARKS, key=len, reverse=True))
+              "tinymembench", "geekbench", "coremark", "osbench", "schedbench", "pipetest",
+              # LKP-tests test names (jobs/ and programs/ of intel/lkp-tests)
+              "fio-basic", "fxmark", "trinity", "kernel-selftests", "mdadm-selftests", "rcutorture", "rcuscale",
+              "rcuperf", "locktorture", "rt-app", "sysbench-fileio", "sysbench-cpu", "sysbench-memory",
+              "sysbench-mutex", "sysbench-threads", "perf-bench-sched-pipe", "perf-bench-sched-messaging",
+              "perf-bench-futex", "perf-bench-numa-mem", "perf-bench-mem", "perf-bench-syscall",
+              "autonuma-benchmark", "lmbench3", "ocfs2test", "kvm-unit-tests", "netpipe", "qperf", "siege",
+              "thrulay", "libmicro", "lib-micro", "chromeswap", "pbzip2", "pigz", "pixz", "plzip",
+              # mmtests, phoronix and other well-known kernel / storage / network benchmarks
+              "thpscale", "thpchallenge", "gitsource", "sembench", "futexbench", "specjbb2005", "specjbb2015",
+              "volanomark", "vdbench", "nuttcp", "neper", "netperf3", "hdparm", "fsperf", "fsx", "fsstress",
+              "dbt2", "hammerdb", "ycsb", "speedometer", "jetstream", "bonnie", "linpack", "hpcc", "stressapptest",
+              "mlc", "lat_mem_rd", "bw_mem", "lat_syscall", "lat_pipe", "lat_tcp", "bw_tcp", "cachebench",
+              "apachebench", "httperf", "rocksdb", "db_bench", "pmbench", "usemem", "kcbench")
+# suites and fuzzers: a benchmark only for a performance report
+BENCH_TESTS = {"xfstests", "ltp", "kselftest", "blktests", "fstests", "trinity", "kernel-selftests",
+               "mdadm-selftests", "kvm-unit-tests", "rcutorture", "locktorture", "fsx", "fsstress", "ocfs2test"}
+BENCH_RE = re.compile(r"(?:(?<=\./)|(?<![\w/.-]))(" + "|".join(re.escape(b) for b in sorted(BENCHMARKS, key=len, reverse=True))
                       + r")(?![\w+-])", re.I)
-BENCH_WEAK = {"ab", "stream", "wrk", "sqlite", "nginx", "mysql", "postgresql", "memcached", "dd"}
+BENCH_WEAK = {"ab", "stream", "wrk", "sqlite", "nginx", "mysql", "postgresql", "memcached", "dd", "hdparm", "mlc",
+              "siege", "bonnie"}
 COMMAND_TOOLS = ("sysbench", "fio", "dd", "netperf", "iperf3", "iperf", "stress-ng", "hackbench", "dbench", "tbench",
                  "iozone", "perf", "fs_mark", "fsmark", "schbench", "ebizzy", "pgbench", "make", "bonnie++",
                  "filebench", "redis-benchmark", "memtier_benchmark", "sockperf", "uperf", "ab", "wrk",

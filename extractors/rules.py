@@ -22,7 +22,8 @@ from .culprits import choose_culprit, culprit_written, score_commits
 from .evidence import claim_sentence, version_span
 from .hwconfig import config, hardware
 from .mailtext import MailText
-from .measures import fallback_metric, measured, robot_facts, stated_percent, times_phrase, unit_of_stated_drop
+from .measures import (fallback_metric, measured, performance_measure, robot_facts, stated_percent, times_phrase,
+                       unit_of_stated_drop)
 from .mentions import clean_commits, clean_versions, find_commits, find_versions
 from .ranges import choose_good_bad
 from .subsystems import canonical, subsystem_with_source
@@ -94,6 +95,8 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
     kind, hw, hw_spans, cfg, cfg_spans = _setup(ex, change, metric)
     # -- is_regression
     score, why = regression_score(ex, culprit, good, bad, change)
+    if kind == "performance":  # (after the score: these weaker candidates are no evidence of a report)
+        change, change_span, metric, metric_span = performance_measure(ex, change, change_span, metric, metric_span)
     conf = sigmoid(score - 2.5)
     c.is_regression = conf >= 0.5
     c.confidence = round(conf, 3)
@@ -124,7 +127,10 @@ def rule_context(subject: str | None, mt: MailText) -> "learned.RuleContext":
     for name, value, span in getattr(ex, "setup_facts", []):
         ex.add_fact(name, value, span)
     if not c.is_regression:
-        # a non-report keeps its descriptive facts but no regression-specific ones
+        # a non-report keeps its descriptive facts but no regression-specific ones; the measure
+        # stays on ``ex`` for the learned stage, which may judge the message a report after all
+        ex.held_measure = {"metric": c.metric, "change_percent": c.change_percent,
+                           "facts": [f for f in ex.facts if f.field in ("metric", "change_percent")]}
         c.culprit_commit = c.culprit_subject = None
         c.good = c.bad = None
         c.metric = None
@@ -160,19 +166,24 @@ def _change_and_metric(ex: Extractor, m0: dict | None, robot: tuple) -> tuple:
     metric_span = None
     stated = stated_percent(ex)
     times = times_phrase(ex)
+    ex.measure_source = None
     if r_pct is not None:
         change, metric = r_pct, r_metric
         change_span = r_span
         change_subj = r_span is None
         metric_span = r_span
+        ex.measure_source = "robot"
     elif m0 is not None and m0.get("pct") is not None:
         change, change_span = m0["pct"], m0["span"]
         metric = m0.get("metric")
         metric_span = m0["span"]
+        ex.measure_source = "pair" if "vals" in m0 else ("version_rows" if m0.get("good") else "table")
     elif stated is not None and not stated[2]:
         change, change_span, change_subj = stated[0], stated[1], stated[3]
+        ex.measure_source = "stated"
     elif times is not None and not times[2]:
         change, change_span, change_subj = times[0], times[1], times[3]
+        ex.measure_source = "times"
     if metric is None and change is not None:
         metric, metric_span = fallback_metric(ex, times if (times and change == times[0]) else None)
     if metric is None and r_pct is None:
