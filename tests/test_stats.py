@@ -353,6 +353,12 @@ def test_lab_power_command(tmp_path, cli):
     assert [x["change_percent"] for x in rows] == [-2.0, -3.5, -5.0, -10.0] and "lkp" in rows[0]
     assert cli("lab", "power", "--cv", "1.2").exit_code != 0
     assert cli("lab", "power", "--cv", "1.2", "--change", "-3", "--machine", "nope").exit_code != 0
+    # five runs per boot with boot-to-boot noise: the looks count boots (1, 2, 3), never 5 per build
+    r = cli("lab", "power", "--cv", "0.6", "--change", "-3.5", "--runs-per-boot", "5", "--boot-cv", "2",
+            "--trials", "200", "--json")
+    out = json.loads(r.stdout)
+    assert out["runs_per_boot"] == 5 and out["boot_cv_percent"] == 2.0
+    assert out["power"] == 0.0 and out["false_positive_rate"] == 0.0
 
 
 def test_interval_ends_for_people():

@@ -290,6 +290,8 @@ def _print_power(out: dict, design, cv: float, change: float, trials: int, emula
     if design.per_unit > 1:
         load += (f", {design.per_unit} runs per boot (units: boots, {list(design.unit_looks)} per look; boot CV "
                  f"{out['boot_cv_percent']}%)")
+    elif out["boot_cv_percent"]:
+        load += f", one run per boot, boot CV {out['boot_cv_percent']}%"
     click.echo(f"looks {out['looks']} runs per build, alpha {design.alpha} ({design.spending}), "
                f"{design.analysis} analysis, {out['order']} order, CV {cv}%, {trials} trials"
                f"{', emulated machine' if emulated else ''}{load}")
