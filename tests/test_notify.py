@@ -346,7 +346,7 @@ def test_chat_responder_answers_and_refuses(store):
 
     lines = ask("!regtriage open mm/")
     assert lines == [f"#{mm} [triaged] [REGRESSION] page_fault1 throughput regression in will-it-scale since v6.8 "
-                     f"[mm] (performance, -15.0%) culprit 54a6eb5c4765 https://rt.example/regressions/{mm}"]
+                     f"[mm] (performance, page_fault1 throughput -15.0%) culprit 54a6eb5c4765 https://rt.example/regressions/{mm}"]
     assert ask("rtbot: open regressions in fs/")[0].startswith(f"#{fs} [triaged] [REGRESSION] ext4:")
     assert ask("!regtriage regressions") == ["2 regressions match: https://rt.example/?q=regressions"]
     assert ask("!regtriage show 9999") is None  # joe's burst of 3 is used up: silently dropped
