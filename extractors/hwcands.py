@@ -16,6 +16,7 @@ import re
 
 from . import scan
 from .features import Candidate, _context
+from .hwconfig import qualifiers
 
 I = re.I
 
@@ -57,21 +58,15 @@ _STRONG_ALONE = re.compile(r"^(?:SSDs?|HDDs?|NVMe(?:\s+\w+)?|eMMC|(?:micro\s?)?S
 _PATTERNS = ("head", "model", "ctrl", "lkp_line", "lkp_path")
 
 
+def _qualifies(tt: str) -> bool:
+    return bool(tt) and bool(_MOD.match(tt) or (_ACRO.match(tt) and not _NOT_MOD.match(tt)))
+
+
 def _head_phrases(clean: str, mt) -> list[tuple[int, int, str, str]]:
     """Storage nouns with the qualifiers in front of them (or a strong noun alone)."""
     out = []
     for m in mt.finditer(HEAD_RE):
-        line_start = clean.rfind("\n", 0, m.start()) + 1
-        prefix = clean[line_start:m.start()].split()
-        mods = []
-        for t in reversed(prefix[-5:]):
-            tt = t.strip(",()*")
-            if tt == "0" or ":" in tt:
-                break  # an lsblk / table column ("sda 8:0 0 931.5G 0 disk"), not a count
-            if tt and (_MOD.match(tt) or (_ACRO.match(tt) and not _NOT_MOD.match(tt))):
-                mods.insert(0, t)
-            else:
-                break
+        line_start, mods = qualifiers(clean, m.start(), _qualifies, ",()*")
         head = m.group(1)
         if not mods and not _STRONG_ALONE.match(head) and not m.group(2):
             continue

@@ -221,23 +221,29 @@ def _hw_memory(ex: Extractor, hw: dict, spans: dict) -> None:
                 break
 
 
+def qualifiers(clean: str, pos: int, accept, strip: str = ",()") -> tuple[int, list[str]]:
+    """The words in front of ``pos`` on its line (at most 5) that qualify the noun there: taken
+    nearest first while ``accept`` takes them (stripped of ``strip``), stopping at an lsblk /
+    table column ("sda 8:0 0 931.5G 0 disk": a count of 0 or a major:minor is not a qualifier).
+    Returns the line's start and the words in text order."""
+    line_start = clean.rfind("\n", 0, pos) + 1
+    mods: list[str] = []
+    for t in reversed(clean[line_start:pos].split()[-5:]):
+        tt = t.strip(strip)
+        if tt == "0" or ":" in tt or not accept(tt):
+            break
+        mods.insert(0, t)
+    return line_start, mods
+
+
 def _hw_storage(ex: Extractor, hw: dict, spans: dict) -> None:
     """The storage: the best-qualified storage noun, or an LKP ``disk:`` parameter."""
     clean = ex.clean
     mt = ex.mt
     best = None
     for m in mt.finditer(P.STORAGE_HEAD):
-        line_start = clean.rfind("\n", 0, m.start()) + 1
-        prefix = clean[line_start:m.start()].split()
-        mods = []
-        for t in reversed(prefix[-5:]):
-            tt = t.strip(",()")
-            if tt == "0" or ":" in tt:
-                break  # an lsblk / table column ("sda 8:0 0 931.5G 0 disk"), not a count
-            if P.STORAGE_MOD.match(tt) or P.STORAGE_ACRO.match(tt):
-                mods.insert(0, t)
-            else:
-                break
+        _line_start, mods = qualifiers(clean, m.start(), lambda tt: bool(P.STORAGE_MOD.match(tt)
+                                                                         or P.STORAGE_ACRO.match(tt)))
         if not mods:
             continue
         text = " ".join(mods + [m.group(1)]) + (m.group(2) or "")
