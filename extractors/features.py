@@ -399,27 +399,42 @@ def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
                 c = found.setdefault(v.lower(), Candidate(v, [], set(), v.lower()))
                 c.spans.append((m.start(1), m.end(1), subj))
                 c.feats.add(f"cpat:{i}")
-    if rule_cpu and rule_cpu.lower() not in found:
-        idx = ex.clean.find(rule_cpu)
-        found[rule_cpu.lower()] = Candidate(rule_cpu, [(idx, idx + len(rule_cpu), idx < 0)], {"rule_only"},
-                                            rule_cpu.lower())
     from .hwcands import cpu_value_feats
 
-    out = list(found.values())
+    out = with_rule_candidate(ex, found, rule_cpu)
     norms = [c.norm for c in out]
     for c in out:
-        for s, e, subj in c.spans[:4]:
-            if s >= 0:
-                c.feats |= _context(ex, s, e, subj)
-        c.feats.add(f"count={min(len(c.spans), 3)}")
-        c.feats.add(f"ncpus={min(len(out), 4)}")
+        c.feats |= phrase_feats(ex, c, len(out), rule_cpu, "ncpus", "rule_cpu")
         c.feats.add(f"cpulen={min(len(c.value.split()), 6)}")
         c.feats |= cpu_value_feats(c.value, norms)
-        if rule_cpu and c.norm == rule_cpu.lower():
-            c.feats.add("rule_cpu")
-        if ex.is_robot:
-            c.feats.add("robot")
     return out
+
+
+def with_rule_candidate(ex, found: dict[str, Candidate], rule_value: str | None) -> list[Candidate]:
+    """The candidates of a hardware phrase (cpu, storage), with the rule stage's value added
+    when no pattern found it (``rule_only``; its span where the text has it)."""
+    if rule_value and rule_value.lower() not in found:
+        idx = ex.clean.find(rule_value)
+        found[rule_value.lower()] = Candidate(rule_value, [(idx, idx + len(rule_value), idx < 0)], {"rule_only"},
+                                              rule_value.lower())
+    return list(found.values())
+
+
+def phrase_feats(ex, c: Candidate, n: int, rule_value: str | None, count_name: str, rule_name: str) -> set[str]:
+    """What every hardware phrase candidate is ranked on: the words around its first spans, how
+    often it is written, how many candidates there are (``count_name``), whether it is the rule
+    stage's value (``rule_name``) and whether a robot wrote the mail."""
+    f: set[str] = set()
+    for s, e, subj in c.spans[:4]:
+        if s >= 0:
+            f |= _context(ex, s, e, subj)
+    f.add(f"count={min(len(c.spans), 3)}")
+    f.add(f"{count_name}={min(n, 4)}")
+    if rule_value and c.norm == rule_value.lower():
+        f.add(rule_name)
+    if ex.is_robot:
+        f.add("robot")
+    return f
 
 
 def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None) -> set[str]:

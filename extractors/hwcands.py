@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from . import scan
-from .features import Candidate, _context
+from .features import Candidate, phrase_feats, with_rule_candidate
 from .hwconfig import qualifiers
 
 I = re.I
@@ -106,22 +106,10 @@ def storage_candidates(ex, rule_storage: str | None):
             add(m.start(1), m.end(1), m.group(1), "head", True)
     for m in MODEL_RE.finditer(subj):
         add(m.start(1), m.end(1), m.group(1), "model", True)
-    if rule_storage and rule_storage.lower() not in found:
-        idx = ex.clean.find(rule_storage)
-        found[rule_storage.lower()] = Candidate(rule_storage, [(idx, idx + len(rule_storage), idx < 0)],
-                                                {"rule_only"}, rule_storage.lower())
-    out = list(found.values())
+    out = with_rule_candidate(ex, found, rule_storage)
     for c in out:
-        for s, e, subj in c.spans[:4]:
-            if s >= 0:
-                c.feats |= _context(ex, s, e, subj)
-        c.feats.add(f"count={min(len(c.spans), 3)}")
-        c.feats.add(f"nstorage={min(len(out), 4)}")
+        c.feats |= phrase_feats(ex, c, len(out), rule_storage, "nstorage", "rule_storage")
         c.feats |= storage_value_feats(c.value)
-        if rule_storage and c.norm == rule_storage.lower():
-            c.feats.add("rule_storage")
-        if ex.is_robot:
-            c.feats.add("robot")
     # a phrase and its parts ("SSD" / "Samsung SSD 970 EVO Plus 250GB"): the labels take the
     # fullest form written
     for c in out:
