@@ -67,7 +67,12 @@ def config_runs(text: str) -> list[tuple[int, int, bool]]:
     out: list[tuple[int, int, bool]] = []
     start = end = None
     count = pos = 0
-    header = False
+    whole = False  # the run under way (or the next one, after a header) is a whole .config
+
+    def close() -> None:
+        if start is not None and count >= CONFIG_EXCERPT_LINES:
+            out.append((start, end, whole or count >= CONFIG_DUMP_LINES))
+
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
         if _CFG_LINE.match(body):
@@ -75,26 +80,16 @@ def config_runs(text: str) -> list[tuple[int, int, bool]]:
                 start, count = pos, 0
             count += 1
             end = pos + len(line)
-            header = header or bool(_CFG_DIFF_LINE.match(body))
+            whole = whole or bool(_CFG_DIFF_LINE.match(body))
         elif _CFG_HEADER.match(body):
-            if start is not None and count >= CONFIG_EXCERPT_LINES:
-                out.append((start, end, header or count >= CONFIG_DUMP_LINES))
-            start, count, header = None, 0, True
-        elif start is not None and not _CFG_FILLER.match(body):
-            if count >= CONFIG_EXCERPT_LINES:
-                out.append((start, end, header or count >= CONFIG_DUMP_LINES))
-            start, count, header = None, 0, False
-        elif start is None and header and not _CFG_FILLER.match(body):
-            header = False
+            close()
+            start, count, whole = None, 0, True
+        elif not _CFG_FILLER.match(body):
+            close()
+            start, count, whole = None, 0, False
         pos += len(line)
-    if start is not None and count >= CONFIG_EXCERPT_LINES:
-        out.append((start, end, header or count >= CONFIG_DUMP_LINES))
+    close()
     return out
-
-
-def config_dumps(text: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` that are a whole pasted or attached kernel .config (:func:`config_runs`)."""
-    return [(a, b) for a, b, whole in config_runs(text) if whole]
 
 
 _CFG_UNSET = re.compile(r" is not set\b")
