@@ -11,6 +11,7 @@ fixed-size rules for comparison (:func:`power_table`).  Pure: numpy's seeded gen
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -58,8 +59,6 @@ def simulate(design: Design, *, cv_percent: float, change_percent: float, trials
     factor, the boot-to-boot variation.  ``runs_per_boot``: lay the runs out in batches of this
     size while the design judges by its own ``per_unit`` (what judging runs as if they were
     boots would do).  Returns the verdict rates and run counts."""
-    from dataclasses import replace
-
     layout = design if runs_per_boot is None else replace(design, per_unit=runs_per_boot)
     rng = np.random.default_rng(seed)
     counts = {v: 0 for v in VERDICTS}

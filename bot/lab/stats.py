@@ -408,7 +408,7 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
     lo, hi = t.est - t.half, t.est + t.half
     ci = (_pct(lo, log), _pct(hi, log)) if math.isfinite(t.half) else (-math.inf, math.inf)
     reg_lo, reg_hi = min(sign * lo, sign * hi), max(sign * lo, sign * hi)  # regression-side ends
-    cv = max(float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in (gu, bu))
+    cv = _cv_percent(gu, bu)
     gate_problems = _gate_problems(cv, design, emulated)
     where = (f"CV {cv:.1f}% over {_runs_text(g, b, gu, bu)}" + (" on an emulated machine" if emulated else ""))
     ci_text = (f"{(1 - design.alpha) * 100:g}% repeated interval [{fmt_pct(ci[0])}, {fmt_pct(ci[1])}]")
@@ -469,6 +469,11 @@ def decide(good, bad, design: Design, *, higher_is_better: bool = True,
                      units_good=len(gu), units_bad=len(bu), per_unit=design.per_unit)
 
 
+def _cv_percent(*sides: np.ndarray) -> float:
+    """The larger side's coefficient of variation, in % (infinite for a side whose mean is 0)."""
+    return max(float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in sides)
+
+
 def _runs_text(g: np.ndarray, b: np.ndarray, gu: np.ndarray, bu: np.ndarray) -> str:
     if len(gu) == len(g) and len(bu) == len(b):
         return f"{len(g)}+{len(b)} runs"
@@ -488,7 +493,7 @@ def _one_boot(g, b, gu, bu, design: Design, k: int, n: int, higher_is_better: bo
     reason = (f"inconclusive: {why} (the maximum of {design.max_runs} runs was reached)" if last
               else f"continue: {why}")
     next_runs = 0 if last else design.looks[k + 1] - n
-    cv = max(float(x.std(ddof=1) / abs(x.mean())) * 100 if x.mean() else math.inf for x in (g, b))
+    cv = _cv_percent(g, b)
     return Judgement(INCONCLUSIVE, round(_pct(est, log), 3), (-math.inf, math.inf), 1.0, 1.0, math.nan,
                      len(g), len(b), higher_is_better, float(g.mean()), float(b.mean()), float(np.median(g)),
                      float(np.median(b)), float(g.std(ddof=1)), float(b.std(ddof=1)), round(cv, 3), k + 1,
