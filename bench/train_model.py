@@ -58,18 +58,19 @@ THRESHOLDS = {"is_regression": 0.5, "kind": 0.5, "culprit": 0.4, "good": 0.8, "b
 # (bench/tune_thresholds.py --only gate_metric, fourth run of 2026-11-24); 0.7 (P 0.955 R 0.605)
 # drops the hand-written test's "open_close_ns, lower is better" metric
 THRESHOLDS["gate_metric"] = 0.65
-# good / bad: the threshold of an end that forms an ordered range with the other end (alone: good
-# 0.8, bad 0.7; in a pair: good 0.75, bad 0.65; with the range-context features CV precision and
-# recall are above those of 0.8 / 0.65 / 0.65; no setting reaches CV precision 0.9 without losing
-# 10+ points of recall)
-PAIR_THRESHOLDS = {"good": 0.75, "bad": 0.65}
+# good / bad: the threshold of an end that forms an ordered range with the other end (the two top
+# ends, kept together when the range model below keeps no pair of its own)
+PAIR_THRESHOLDS = {"good": 0.8, "bad": 0.7}
 # the range model (x-range: a (good, bad) pair scored as one decision, learned.choose_range): the
-# best pair is kept at 0.6, else the two top ends when each reaches its pair threshold (good 0.75,
-# bad 0.65) and the two agree, else the surer end alone (good 0.75, bad 0.75).  Pooled 5-fold CV
-# with the CV models' scores: pair 0.5 / 0.6 gave good P 0.818 / 0.835 at R 0.699 / 0.689, bad P
-# 0.812 / 0.820 at R 0.680 / 0.680; top ends at their own thresholds instead of the pair ones: bad
-# P 0.837 R 0.672; the ends decided alone before the range model: good P 0.825 R 0.645, bad P
-# 0.792 R 0.674.
+# best pair is kept at 0.6, else the two top ends when each reaches its pair threshold (good 0.8,
+# bad 0.7) and the two agree, else the surer end alone (good 0.75, bad 0.75).  Pooled 5-fold CV
+# with the CV models' scores (bench: pair / top ends good, bad / alone good, bad):
+#   0.6 / 0.75, 0.65 / 0.75, 0.75: good P 0.823 R 0.677, bad P 0.814 R 0.680
+#   0.6 / 0.8,  0.7  / 0.75, 0.75: good P 0.830 R 0.668, bad P 0.821 R 0.674
+#   0.6 / 0.85, 0.75 / 0.75, 0.75: good P 0.835 R 0.661, bad P 0.830 R 0.668
+#   0.5 / 0.8,  0.7  / 0.75, 0.75: good P 0.812 R 0.683, bad P 0.814 R 0.680
+#   0.7 / 0.8,  0.7  / 0.75, 0.75: good P 0.832 R 0.646, bad P 0.826 R 0.670
+# the ends decided alone before the range model: good P 0.825 R 0.645, bad P 0.792 R 0.674.
 THRESHOLDS["range_pair"] = 0.6
 THRESHOLDS["good"] = 0.75
 THRESHOLDS["bad"] = 0.75

@@ -12,6 +12,9 @@ opinion; the linear models trained from the labelled corpus (``bench/train_model
 * ``culprit``        - which commit id, if any, the message blames (one candidate per commit);
 * ``good`` / ``bad`` - which version, tag or commit is the last good / first bad kernel (one
   candidate per distinct version string, distro and vendor suffixes included);
+* ``range_pair``     - the (good, bad) pair as one decision over the top ends of both rankers:
+  their scores, how the two relate (builds of one release, consecutive releases, a narrower
+  range written between them) and how close they are written (``rangefeats.pair_options``);
 * a keep-or-drop gate for each remaining field the rules fill (metric, change, hardware,
   config, subsystem), over the words of the sentence the value came from.
 

@@ -231,6 +231,8 @@ def _kind(c) -> str:
         return "hex"
     if n.startswith("next-") or "-next-" in n:
         return "next"
+    if re.fullmatch(r"2\.\d", n):
+        return "series"  # "2.4", "2.6": a release series of the 2.x era, not a release
     return "rel" if re.fullmatch(r"\d+\.\d+(?:\.\d+)*(?:-rc\d+)?", n) else "build"
 
 
