@@ -218,6 +218,7 @@ def _cmp(a, b) -> str:
 # lies between them (a narrower range), and how close the two are written.
 
 PAIR_TOP = 5  # the ends considered: the top candidates of each ranker
+_SPECIFIC = frozenset({"vrel:base_only", "vrel:longer=True", "vrel:shorter=True"})  # features.version_features
 _PROB_STEPS = (0.9, 0.75, 0.6, 0.45, 0.3, 0.15)
 
 
@@ -311,6 +312,10 @@ def pair_options(cands, pg: list[float], pb: list[float], order) -> list[tuple[i
                     f.add("narrower_bad")
             else:
                 f.add("rel:unordered")
+            # how specific each end is among the forms the text gives of one release ("5.16" /
+            # "5.16.18" / "5.16.18-1"): the labels take a version as written, the most specific one
+            f.update("g:" + x for x in _SPECIFIC & gi.feats)
+            f.update("b:" + x for x in _SPECIFIC & bj.feats)
             if pb[i] > pg[i]:
                 f.add("good_reads_bad")
             if pg[j] > pb[j]:

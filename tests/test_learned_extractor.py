@@ -179,3 +179,16 @@ def test_candidates_cover_dated_tags_of_subsystem_trees():
     assert {"drm-next-2024-09-19", "drm-fixes-2024-10-04"} <= values
     with pytest.raises(ValueError):
         features.range_order("drm-next-2024-09-19")  # no place in release history of its own
+
+
+def test_range_pair_features_say_how_specific_each_end_is():
+    """A release and its build ("5.16" / "5.16.5-200"): the pair knows which end is the base
+    form and which the most specific one (the labels take a version as written)."""
+    cands = [features.Candidate(v, [], set(), features.norm_version(v)) for v in ("5.15.18-200", "5.16", "5.16.5-200")]
+    for c in cands:
+        c.feats.add(f"vrel:longer={c.value == '5.16'}")
+    pairs = {(cands[i].value, cands[j].value): f
+             for i, j, f in rangefeats.pair_options(cands, [0.9, 0.1, 0.1], [0.1, 0.8, 0.7], features.range_order)}
+    assert "b:vrel:longer=True" in pairs[("5.15.18-200", "5.16")]
+    assert "b:vrel:longer=False" not in pairs[("5.15.18-200", "5.16.5-200")]
+    assert "rel:next_release" in pairs[("5.15.18-200", "5.16.5-200")]
