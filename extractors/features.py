@@ -155,6 +155,8 @@ VCAND = re.compile(r"(?<![\w.@/-])((?:linux-|v)?(\d{1,2})\.(\d{1,2})(?:\.\d{1,3}
 _NOT_VERSION_SUFFIX = re.compile(r"^\.(?:dtb|dts|c|h|S|o|ko|patch|diff|config|txt|log|tar|gz|xz|bz2|img|deb|rpm)\b", re.I)
 _LOCAL_MARK = re.compile(r"(?:-dirty)?\+?", re.I)
 NEXT_CAND = re.compile(r"(?<![\w.-])(next-\d{8})(?![\w])")
+# a dated tag of a subsystem tree: "drm-next-2024-09-19", "net-next-2025-01-07", "drm-fixes-2024-10-04"
+TREE_TAG = re.compile(r"(?<![\w.-])([a-z][a-z0-9]*(?:-[a-z0-9]+)*-(?:next|fixes)-20\d\d-[01]\d-[0-3]\d)(?![\w-])")
 
 
 def version_candidates(ex) -> list[Candidate]:
@@ -191,6 +193,9 @@ def version_candidates(ex) -> list[Candidate]:
                 add(base, m.start(1), m.end(1), subj, "shape:base")
         for m in NEXT_CAND.finditer(text):
             add(m.group(1), m.start(1), m.end(1), subj, "shape:next")
+        if "-20" in text:
+            for m in TREE_TAG.finditer(text):
+                add(m.group(1), m.start(1), m.end(1), subj, "shape:tree_tag")
     return list(found.values())
 
 
@@ -283,12 +288,15 @@ def version_features(ex, cands: list[Candidate], rule_good: str | None, rule_bad
         c.feats.add(f"vrel:shorter={shorter}")
         if longer and not shorter:
             c.feats.add("vrel:base_only")
-    range_context(ex, cands, _range_order)
-    order_relations(cands, _range_order, rule_good and norm_version(rule_good), rule_bad and norm_version(rule_bad))
+    range_context(ex, cands, range_order)
+    order_relations(cands, range_order, rule_good and norm_version(rule_good), rule_bad and norm_version(rule_bad))
 
 
-def _range_order(v: str):
-    if HEX_FULL.match(norm_version(v)):
+def range_order(v: str):
+    """A version's place in history; ValueError for what has none of its own (a commit id, a
+    tree's dated tag)."""
+    n = norm_version(v)
+    if HEX_FULL.match(n) or not (n[:1].isdigit() or n.startswith("next-")):
         raise ValueError(v)
     return version_order(v)
 

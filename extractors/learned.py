@@ -12,6 +12,9 @@ opinion; the linear models trained from the labelled corpus (``bench/train_model
 * ``culprit``        - which commit id, if any, the message blames (one candidate per commit);
 * ``good`` / ``bad`` - which version, tag or commit is the last good / first bad kernel (one
   candidate per distinct version string, distro and vendor suffixes included);
+* ``range_pair``     - the (good, bad) pair as one decision over the top ends of both rankers:
+  their scores, how the two relate (builds of one release, consecutive releases, a narrower
+  range written between them) and how close they are written (``rangefeats.pair_options``);
 * a keep-or-drop gate for each remaining field the rules fill (metric, change, hardware,
   config, subsystem), over the words of the sentence the value came from.
 
@@ -38,8 +41,9 @@ from .boards import arch_guess
 from .claim import Claim, Fact
 from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
                        cpu_candidates, gate_features, message_features, norm_version, prefix_is_value,
-                       version_candidates, version_features, version_order)
+                       range_order, version_candidates, version_features, version_order)
 from .hwcands import storage_candidates
+from .rangefeats import pair_options
 from .subsystems import title_near_commit
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
@@ -173,7 +177,7 @@ def _decide_range(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact],
     vc += commit_range_candidates(ctx, cands)
     add_rule_versions(ex, vc, c)
     version_features(ex, vc, c.good, c.bad)
-    g_best, b_best = choose_range(model.get("good"), model.get("bad"), vc)
+    g_best, b_best = choose_range(model.get("good"), model.get("bad"), vc, model.get("range_pair"))
     for name, best in (("good", g_best), ("bad", b_best)):
         if best is not None:
             setattr(out, name, best.value)
@@ -332,23 +336,37 @@ def _set_field(out: Claim, name: str, value) -> None:
         setattr(out, name, value)
 
 
-def choose_range(gm: Linear | None, bm: Linear | None, cands: list[Candidate]):
+def choose_range(gm: Linear | None, bm: Linear | None, cands: list[Candidate], pm: Linear | None = None):
     """The last good and first bad ends, decided together: two different candidates, and
-    when both are release versions the good one is the older (a range is never backwards)."""
+    when both are release versions the good one is the older (a range is never backwards).
+    With a range model (``pm``) the pair is one decision over both ends' scores and how the
+    two relate (``rangefeats.pair_options``); else the ends' own scores, a pair with the lower
+    pair thresholds."""
     if gm is None or bm is None or not cands:
         return None, None
     pg = [gm.prob(c.feats) for c in cands]
     pb = [bm.prob(c.feats) for c in cands]
     top_g = sorted(range(len(cands)), key=lambda i: -pg[i])[:6]
     top_b = sorted(range(len(cands)), key=lambda i: -pb[i])[:6]
-    options = [(pg[i] * pb[j], i, j) for i in top_g for j in top_b
-               if i != j and cands[i].norm != cands[j].norm and pg[i] >= gm.pair_threshold and pb[j] >= bm.pair_threshold
-               and _ordered(cands[i], cands[j])]
-    if options:
-        _, i, j = max(options, key=lambda t: (t[0], -t[1], -t[2]))
-        return cands[i], cands[j]
-    # no consistent pair: the single end the model is surest of
+    if pm is not None:
+        scored = [(pm.prob(f), -i, -j, i, j) for i, j, f in pair_options(cands, pg, pb, range_order)]
+        if scored:
+            p, _, _, i, j = max(scored)
+            if p >= pm.threshold:
+                return cands[i], cands[j]
+    else:
+        options = [(pg[i] * pb[j], i, j) for i in top_g for j in top_b
+                   if i != j and cands[i].norm != cands[j].norm and pg[i] >= gm.pair_threshold
+                   and pb[j] >= bm.pair_threshold and _ordered(cands[i], cands[j])]
+        if options:
+            _, i, j = max(options, key=lambda t: (t[0], -t[1], -t[2]))
+            return cands[i], cands[j]
+    # no pair the range model keeps: the two top ends when each reaches its pair threshold and
+    # they agree, else the single end the model is surest of
     i, j = top_g[0], top_b[0]
+    if pm is not None and pg[i] >= gm.pair_threshold and pb[j] >= bm.pair_threshold and \
+            cands[i].norm != cands[j].norm and _ordered(cands[i], cands[j]):
+        return cands[i], cands[j]
     if pb[j] >= bm.threshold and pb[j] >= pg[i]:
         return None, cands[j]
     if pg[i] >= gm.threshold:
@@ -403,7 +421,7 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     """Feature sets with their 0/1 targets, per model, for one labelled message
     (used by ``bench/train_model.py``; the same feature code as ``decide``)."""
     ex, c = ctx.ex, ctx.rule_claim
-    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "cpu", "storage"] +
+    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "range_sets", "cpu", "storage"] +
                             ["gate_" + f for f in GATED_FIELDS]}
     msg = message_features(ctx)
     pos = bool(label.get("is_regression"))
@@ -421,12 +439,14 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     vc += commit_range_candidates(ctx, cands)
     add_rule_versions(ex, vc, c)
     version_features(ex, vc, c.good, c.bad)
+    hits = {}
     for name in ("good", "bad"):
         gold = norm_version(label.get(name) or "")
-        for cand in vc:
-            hit = bool(gold) and (cand.norm == gold or (HEX_FULL.match(gold) is not None and len(cand.norm) >= 7 and (
-                cand.norm.startswith(gold) or gold.startswith(cand.norm))))
-            out[name].append((cand.feats, int(hit)))
+        hits[name] = [int(bool(gold) and (cand.norm == gold or (HEX_FULL.match(gold) is not None and len(cand.norm) >= 7
+                      and (cand.norm.startswith(gold) or gold.startswith(cand.norm))))) for cand in vc]
+        out[name] += [(cand.feats, hit) for cand, hit in zip(vc, hits[name])]
+    # the range model learns from whole messages (its pairs need both rankers' scores)
+    out["range_sets"] = [(vc, hits["good"], hits["bad"])]
     gold_cpu = label.get("cpu")
     out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
                   for cc in cpu_candidates(ex, c.hardware.get("cpu"))]

@@ -209,3 +209,116 @@ def order_relations(cands, order, rule_good: str | None, rule_bad: str | None) -
 def _cmp(a, b) -> str:
     return "older" if a < b else "newer" if a > b else "same"
 
+
+
+# ------------------------------------------------------------------ the range as one decision
+# The good and bad rankers score each end alone; a range is read as a whole: how sure each end
+# is, where each stands in its ranking, how the two versions relate (two builds of one release,
+# consecutive releases, far apart), whether a version the text also calls working / failing
+# lies between them (a narrower range), and how close the two are written.
+
+PAIR_TOP = 5  # the ends considered: the top candidates of each ranker
+_SPECIFIC = frozenset({"vrel:base_only", "vrel:longer=True", "vrel:shorter=True"})  # features.version_features
+_PROB_STEPS = (0.9, 0.75, 0.6, 0.45, 0.3, 0.15)
+
+
+def _step(p: float) -> str:
+    return next((f"{s}" for s in _PROB_STEPS if p >= s), "0")
+
+
+def _kind(c) -> str:
+    n = c.norm
+    if re.fullmatch(r"[0-9a-f]{7,40}", n):
+        return "hex"
+    if n.startswith("next-") or "-next-" in n:
+        return "next"
+    if re.fullmatch(r"2\.\d", n):
+        return "series"  # "2.4", "2.6": a release series of the 2.x era, not a release
+    return "rel" if re.fullmatch(r"\d+\.\d+(?:\.\d+)*(?:-rc\d+)?", n) else "build"
+
+
+def _release(key: tuple) -> tuple:
+    """The release a version order key belongs to: 2.6.30 for the 2.x era, 5.15 after."""
+    return key[:3] if key[0] == 2 else key[:2]
+
+
+_BASE = re.compile(r"(?:linux-|v)?\d+(?:\.\d+)*(?:-?rc\d+)?")
+_DESCRIBE_ID = re.compile(r"-g[0-9a-f]{6,}$")  # the commit id of a git describe string
+
+
+def _build_numbers(norm: str) -> tuple:
+    """The numbers of a build string after its release ("6.8.0-31" -> 31, "2.6.18-git7" -> 7):
+    two builds of one release are ordered by them (distro build numbers, -git snapshots)."""
+    m = _BASE.match(norm)
+    rest = _DESCRIBE_ID.sub("", norm[m.end():] if m else "")
+    return tuple(int(x) for x in re.findall(r"\d+", rest))
+
+
+def _relation(ka: tuple, kb: tuple) -> str:
+    ra, rb = _release(ka), _release(kb)
+    if ra == rb:
+        return "same_release"
+    if len(ra) == len(rb) and ra[:-1] == rb[:-1] and rb[-1] == ra[-1] + 1:
+        return "next_release"
+    if ra[0] + 1 == rb[0] and len(rb) >= 2 and rb[1] <= 1 and ra[0] >= 3:
+        return "next_release"  # 4.20 -> 5.0
+    return "older" if ka < kb else "newer" if ka > kb else "equal"
+
+
+def _gap(c1, c2) -> str:
+    """How close the nearest mentions of the two are in the text."""
+    best = None
+    for s1, e1, sub1 in c1.spans[:6]:
+        for s2, e2, sub2 in c2.spans[:6]:
+            if sub1 != sub2 or s1 < 0 or s2 < 0:
+                continue
+            d = s2 - e1 if s2 >= e1 else s1 - e2
+            best = d if best is None else min(best, d)
+    if best is None:
+        return "none"
+    return "adjacent" if best <= 12 else "near" if best <= 80 else "para" if best <= 400 else "far"
+
+
+def pair_options(cands, pg: list[float], pb: list[float], order) -> list[tuple[int, int, set[str]]]:
+    """The (good, bad) pairs among the top candidates of each ranker, each with its features:
+    two different versions, never a backwards range."""
+    top_g = sorted(range(len(cands)), key=lambda i: -pg[i])[:PAIR_TOP]
+    top_b = sorted(range(len(cands)), key=lambda i: -pb[i])[:PAIR_TOP]
+    keys = []
+    for c in cands:
+        try:
+            keys.append((order(c.value), _build_numbers(c.norm)))
+        except (ValueError, TypeError):
+            keys.append(None)
+    out = []
+    for rg, i in enumerate(top_g):
+        for rb, j in enumerate(top_b):
+            gi, bj = cands[i], cands[j]
+            if i == j or gi.norm == bj.norm or (_kind(gi) == _kind(bj) == "hex" and (
+                    gi.norm.startswith(bj.norm) or bj.norm.startswith(gi.norm))):
+                continue  # one version, or one commit id written short and long
+            ki, kj = keys[i], keys[j]
+            if ki is not None and kj is not None and ki > kj:
+                continue
+            f = {f"pg:{_step(pg[i])}", f"pb:{_step(pb[j])}", f"rg:{min(rg, 2)}", f"rb:{min(rb, 2)}",
+                 f"pgb:{_step(pg[i])}|{_step(pb[j])}", f"kinds:{_kind(gi)}-{_kind(bj)}", f"gap:{_gap(gi, bj)}"}
+            if ki is not None and kj is not None:
+                f.add(f"rel:{_relation(ki[0], kj[0])}")
+                # a version between the two that the text also calls working (failing): a
+                # narrower range is written
+                if any(k is not None and ki < k <= kj and pg[n] >= 0.3 and n not in (i, j) for n, k in enumerate(keys)):
+                    f.add("narrower_good")
+                if any(k is not None and ki <= k < kj and pb[n] >= 0.3 and n not in (i, j) for n, k in enumerate(keys)):
+                    f.add("narrower_bad")
+            else:
+                f.add("rel:unordered")
+            # how specific each end is among the forms the text gives of one release ("5.16" /
+            # "5.16.18" / "5.16.18-1"): the labels take a version as written, the most specific one
+            f.update("g:" + x for x in _SPECIFIC & gi.feats)
+            f.update("b:" + x for x in _SPECIFIC & bj.feats)
+            if pb[i] > pg[i]:
+                f.add("good_reads_bad")
+            if pg[j] > pb[j]:
+                f.add("bad_reads_good")
+            out.append((i, j, f))
+    return out

@@ -176,7 +176,6 @@ def test_between_range_is_ordered_and_regzbot_range_with_commit():
     assert c.good == "v6.3-rc2" and c.bad == "9f8e7d6c5b4a"
 
 
-@pytest.mark.xfail(strict=True, reason="known gap since the model was retrained on the grown corpus (1,071 messages): the range ranker prefers the outer 5.4 over the narrowed 5.9")
 def test_narrowest_range_and_commit_markers():
     body = ("I see a throughput regression going from kernel 5.4 to 5.10 and narrowed it to the 5.9 -> 5.10 step.\n"
             "Timeline: 0123456789ab (good) ... ba9876543210 (merge, bad)\n")

@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT))
 import extractors  # noqa: E402
 from bench import accuracy, train_model  # noqa: E402
 from bench._corpus import load_split  # noqa: E402
-from extractors import features, learned  # noqa: E402
+from extractors import features, learned, rangefeats  # noqa: E402
 from extractors.boards import arch_from_hardware  # noqa: E402
 
 
@@ -157,3 +157,38 @@ def test_candidates_cover_distro_and_vendor_versions():
     values = {c.value for c in features.version_candidates(ctx.ex)}
     assert {"6.1.0-18-amd64", "5.14.0-427.el9", "linux-3.18-at91", "next-20240603"} <= values
     assert not any(re.fullmatch(r"\d+", v) for v in values)
+
+
+def test_range_pairs_are_never_backwards_between_builds_of_one_release():
+    """Two distro builds of one release are ordered by their build numbers ("6.8.0-31" before
+    "6.8.0-32"), git snapshots likewise; a commit id written short and long is one end."""
+    cands = [features.Candidate(v, [], set(), features.norm_version(v))
+             for v in ("6.8.0-32", "6.8.0-31", "2.6.18-git7", "2.6.18-git6", "0123abcd4567", "0123abcd")]
+    pg = [0.9, 0.5, 0.9, 0.5, 0.9, 0.1]
+    pb = [0.5, 0.9, 0.5, 0.9, 0.1, 0.9]
+    pairs = {(cands[i].value, cands[j].value) for i, j, _ in rangefeats.pair_options(cands, pg, pb, features.range_order)}
+    assert ("6.8.0-31", "6.8.0-32") in pairs and ("6.8.0-32", "6.8.0-31") not in pairs
+    assert ("2.6.18-git6", "2.6.18-git7") in pairs and ("2.6.18-git7", "2.6.18-git6") not in pairs
+    assert ("0123abcd4567", "0123abcd") not in pairs
+
+
+def test_candidates_cover_dated_tags_of_subsystem_trees():
+    ctx = extractors.pipeline.run("x", "The display works on drm-next-2024-09-19 but the panel stays dark "
+                                        "with drm-fixes-2024-10-04.", learned_stage=False)._.rules
+    values = {c.value for c in features.version_candidates(ctx.ex)}
+    assert {"drm-next-2024-09-19", "drm-fixes-2024-10-04"} <= values
+    with pytest.raises(ValueError):
+        features.range_order("drm-next-2024-09-19")  # no place in release history of its own
+
+
+def test_range_pair_features_say_how_specific_each_end_is():
+    """A release and its build ("5.16" / "5.16.5-200"): the pair knows which end is the base
+    form and which the most specific one (the labels take a version as written)."""
+    cands = [features.Candidate(v, [], set(), features.norm_version(v)) for v in ("5.15.18-200", "5.16", "5.16.5-200")]
+    for c in cands:
+        c.feats.add(f"vrel:longer={c.value == '5.16'}")
+    pairs = {(cands[i].value, cands[j].value): f
+             for i, j, f in rangefeats.pair_options(cands, [0.9, 0.1, 0.1], [0.1, 0.8, 0.7], features.range_order)}
+    assert "b:vrel:longer=True" in pairs[("5.15.18-200", "5.16")]
+    assert "b:vrel:longer=False" not in pairs[("5.15.18-200", "5.16.5-200")]
+    assert "rel:next_release" in pairs[("5.15.18-200", "5.16.5-200")]
