@@ -173,3 +173,4 @@ def sigmoid(x: float) -> float:
 
 # cue patterns with a \b(?=\w) check in front (scan.word_led: same matches, faster scans)
 _CLAIMS = scan.word_led(_CLAIMS)
+CLAIMS = _CLAIMS  # the regression claim phrases (features.change_evidence: where they stand)

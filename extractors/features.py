@@ -17,6 +17,7 @@ from functools import lru_cache
 from . import patterns as P
 from . import scan
 from .claim import Claim, Fact
+from .classify import CLAIMS
 from .culprits import culprit_written
 from .rangefeats import order_relations, range_context
 
@@ -92,6 +93,60 @@ def message_features(ctx) -> set[str]:
         f.add("own_signoff")
     if not own_text.strip():
         f.add("no_own_text")
+    f |= change_evidence(ex, ctx.why)
+    return f
+
+
+# a change between an older and a newer kernel, said in any of the ways reports say it: the
+# regression / bisect vocabulary, a worked-before or broke-after phrase, an upgrade, a revert, a
+# blamed change, a version said to be the start of it or to work ("since v6.1", "works with 4.19"); a
+# range written "A -> B" is found by the rule stages (their good / bad pair, a reason below)
+_V = r"(?:v?\d+\.\d+[\w.-]*|next-\d{8}|[0-9a-f]{7,40})"
+CHANGE_EVIDENCE = re.compile(
+    r"\bregress(?:ion|ions|ed|es)?\b|\bbisect|\bfirst bad\b|\bno longer\b|\bany ?more\b|"
+    r"\bstopped (?:work|boot|\w+ing)|\bused to\b|\b(?:after|since|when) (?:upgrad|updat|switch|mov|bump|go)\w*|"
+    r"\bupgrad\w*|\brevert|\b(?:introduced|caused|broken|triggered) by\b|\bbroke\b|"
+    r"\b(?:change|commit|patch|series)\w* (?:that|which) (?:first )?(?:caus|introduc|trigger|broke)\w*|"
+    r"\b(?:caused|introduced) (?:the|this|these|a|an) |"
+    r"\b(?:older|previous|earlier|last good|working) (?:kernel|version|release)s?\b|"
+    r"\bwork(?:s|ed)? (?:\w+ )?(?:fine|ok|okay|well|correctly)?\s*(?:with|on|in|under|until|before) " + _V + r"|"
+    r"\b(?:since|after|from|starting (?:with|from)|between) " + _V + r"|"
+    r"\bnow\b[^.\n]{0,40}\b(?:fail|crash|hang|slow|broken|doesn't|does not|won't)", re.I)
+CHANGE_EVIDENCE = scan.word_led(CHANGE_EVIDENCE)  # (every alternative starts with a word: faster scans)
+# a development tree (linux-next, -mm, a robot's "[tree:branch]" tag, a merge): a failure there is
+# new by construction, even when no older kernel is named
+DEV_TREE = re.compile(r"\blinux-next\b|\bnext-\d{8}\b|-mm\d\b|\bafter merg\w+ (?:of )?the\b|\bmerge window\b", re.I)
+ROBOT_TREE_TAG = re.compile(r"\[[\w.-]+:[\w./-]+(?: \d+/\d+)?\]")  # "[linux-next:master 12/34]" (subjects)
+_EVIDENCE_REASONS = ("culprit", "good/bad", "robot")
+BUILD_FAILURE = re.compile(r"\b(?:build|compile|link|modpost)\w* (?:error|failure|fail|break)\w*|\berror: |"
+                           r"\bundefined (?:reference|symbol)\b|\bimplicit declaration\b", re.I)
+
+
+def change_evidence(ex, why=()) -> set[str]:
+    """Message features: does the text (subject, own or quoted words) say that something changed
+    between kernels (``evid=True``)?  A bug told with no such word is most often one that exists
+    in every version (never worked), a comparison of machines, filesystems or settings, or a
+    question; ``evid:devtree`` / ``evid:devtree_build``: the text is about a development tree
+    (and a build failure in it).  Where the claim words of the rule scorer stand (own text,
+    quoted text, subject) is ``claim_own`` / ``claim_quoted`` / ``claim_subject``."""
+    mt, subj = ex.mt, ex.subject or ""
+    f = set()
+    # (or the rule scorer found a culprit, a good / bad pair or a robot's verdict)
+    ev = bool(CHANGE_EVIDENCE.search(subj) or any(k in w for w in why for k in _EVIDENCE_REASONS)
+              or mt.search(CHANGE_EVIDENCE))
+    f.add(f"evid={ev}")
+    if any("retracts" in w for w in why):
+        f.add("evid:retracted")  # the rule scorer read a retraction ("false alarm", "a noise")
+    if DEV_TREE.search(subj) or ROBOT_TREE_TAG.search(subj) or mt.search(DEV_TREE):
+        f.add("evid:devtree")
+        if BUILD_FAILURE.search(subj) or mt.search(BUILD_FAILURE):
+            f.add("evid:devtree_build")
+    for m in mt.finditer(CLAIMS):
+        f.add("claim_quoted" if mt.depth_at(m.start()) else "claim_own")
+    if CLAIMS.search(subj):
+        f.add("claim_subject")
+    if not f & {"claim_own", "claim_quoted", "claim_subject"}:
+        f.add("claim_none")
     return f
 
 

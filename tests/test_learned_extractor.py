@@ -192,3 +192,40 @@ def test_range_pair_features_say_how_specific_each_end_is():
     assert "b:vrel:longer=True" in pairs[("5.15.18-200", "5.16")]
     assert "b:vrel:longer=False" not in pairs[("5.15.18-200", "5.16.5-200")]
     assert "rel:next_release" in pairs[("5.15.18-200", "5.16.5-200")]
+
+def _evidence(subject: str, body: str) -> set[str]:
+    ctx = extractors.pipeline.run(subject, body, learned_stage=False)._.rules
+    return features.change_evidence(ctx.ex, ctx.why)
+
+
+def test_change_evidence_features():
+    """The message model sees whether the text says something changed between kernels, and
+    where the rule scorer's claim words stand (own text, quoted text, subject)."""
+    f = _evidence("NFS write problem", "Since 5.19 our NFS clients hang on write, 5.18 was fine.\n")
+    assert "evid=True" in f
+    f = _evidence("laptop fails to suspend", "My new laptop fails to suspend with 6.8.2, the screen "
+                                             "goes black.\nWhat can I try?\n")
+    assert "evid=False" in f and "claim_none" in f
+    f = _evidence("Re: lockups", "Now I know the change which caused the lockups on my server.\n")
+    assert "evid=True" in f
+    f = _evidence("Re: [linux-next:master] build error", "> error: implicit declaration of function "
+                                                         "'foo'\n\nThanks, will fix.\n")
+    assert {"evid:devtree", "evid:devtree_build"} <= f
+    f = _evidence("Re: crash", "> After upgrading to 6.2 the box fails to boot.\n\nWhich config?\n")
+    assert "claim_quoted" in f and "claim_own" not in f
+
+
+@pytest.mark.parametrize("subject,body,expected", [
+    # a bug in one kernel with no older kernel that worked (never worked, or not known): no claim
+    ("Kernel oops when unplugging USB audio interface on 6.1",
+     "Hi,\n\nEvery time I unplug my USB audio interface the kernel oopses and the sound stack hangs.\n"
+     "This is on 6.1.12 on a Dell laptop.\n\n"
+     "[  120.123456] BUG: kernel NULL pointer dereference, address: 0000000000000008\n"
+     "[  120.123460] RIP: 0010:snd_usb_disconnect+0x2f/0x1a0\n\nAny ideas what could be wrong?\n", False),
+    ("laptop fails to suspend", "Hello,\n\nMy new laptop fails to suspend with 6.8.2, the screen goes black "
+                                "and the fans keep spinning.\nI have attached dmesg. What can I try?\n", False),
+    # breakage told without the word regression: a failing and a working version
+    ("NFS write problem", "Since 5.19 our NFS clients hang on write, 5.18 was fine.\n", True),
+])
+def test_change_between_kernels_decides_the_claim(subject, body, expected):
+    assert extractors.extract(subject, body).is_regression is expected
