@@ -193,6 +193,7 @@ def test_range_pair_features_say_how_specific_each_end_is():
     assert "b:vrel:longer=False" not in pairs[("5.15.18-200", "5.16.5-200")]
     assert "rel:next_release" in pairs[("5.15.18-200", "5.16.5-200")]
 
+
 def _evidence(subject: str, body: str) -> set[str]:
     ctx = extractors.pipeline.run(subject, body, learned_stage=False)._.rules
     return features.change_evidence(ctx.ex, ctx.why)
