@@ -106,11 +106,6 @@ def version_span(ex: Extractor, vc, role: str) -> tuple[int, int] | None:
 _EMPTY_WRITTEN = re.compile(r"(?<![\w.])(?![\w])")
 
 
-def _is_word_char(ch: str) -> bool:
-    """``re``'s ``\\w`` for one character of a str."""
-    return ch.isalnum() or ch == "_"
-
-
 def _written(clean: str, text: str) -> list[tuple[int, int]]:
     """The spans of ``re.finditer(r"(?<![\\w.])" + re.escape(text) + r"(?![\\w])", clean)``, found
     with ``str.find`` (no pattern compiled per version string)."""
@@ -121,8 +116,8 @@ def _written(clean: str, text: str) -> list[tuple[int, int]]:
     i = clean.find(text)
     while i >= 0:
         j = i + n
-        if not (i and (_is_word_char(clean[i - 1]) or clean[i - 1] == ".")) \
-                and not (j < len(clean) and _is_word_char(clean[j])):
+        if not (i and (scan.is_word_char(clean[i - 1]) or clean[i - 1] == ".")) \
+                and not (j < len(clean) and scan.is_word_char(clean[j])):
             out.append((i, j))
             i = clean.find(text, j)  # (finditer resumes after a match)
         else:

@@ -35,6 +35,11 @@ def fold(text: str) -> str:
     return text.lower()
 
 
+def is_word_char(ch: str) -> bool:
+    """``re``'s ``\\w`` for one character of a str (alphanumeric or ``_``)."""
+    return ch.isalnum() or ch == "_"
+
+
 def _best(cands):
     best = None
     for c in cands:
