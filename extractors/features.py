@@ -387,11 +387,16 @@ _CPU_TAIL = re.compile(r"(?:\s+[a-z]+)+$")
 def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
     found: dict[str, Candidate] = {}
     for subj, text in ((True, ex.subject or ""), (False, ex.clean[:20000])):
-        low = scan.fold(text)
+        whole = not subj and len(text) == len(ex.clean)  # the body's scans, cached per message
+        low = None if whole else scan.fold(text)
         for i, rx in enumerate(CPU_CANDIDATES):
-            if not scan.may_match(rx, text, low):
+            if whole:
+                found_at = ex.mt.finditer(rx)
+            elif scan.may_match(rx, text, low):
+                found_at = rx.finditer(text)
+            else:
                 continue
-            for m in rx.finditer(text):
+            for m in found_at:
                 v = " ".join(m.group(1).split()).strip(" ,.;:()")
                 v = _CPU_TAIL.sub("", v) if v.count(" ") >= 2 else v  # "... 9800X3D bits", "... 2.0GHz machine"
                 if len(v) < 2 or len(v) > 90:
