@@ -95,7 +95,18 @@ def message_features(ctx) -> set[str]:
     return f
 
 
-def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> set[str]:
+def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> frozenset[str]:
+    """The words around a mention, of its sentence / line, and its quote depth (computed once
+    per message and mention: the same mention is a candidate of several rankers)."""
+    cache = ex.__dict__.setdefault("_contexts", {})
+    key = (cs, ce, in_subject, prefix)
+    r = cache.get(key)
+    if r is None:
+        r = cache[key] = frozenset(_context_feats(ex, cs, ce, in_subject, prefix))
+    return r
+
+
+def _context_feats(ex, cs: int, ce: int, in_subject: bool, prefix: str) -> set[str]:
     text = ex.subject if in_subject else ex.clean
     left = words(text[max(0, cs - 80):cs])[-6:]
     right = words(text[ce:ce + 80])[:6]
@@ -114,22 +125,25 @@ def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> set[st
     unit = ex.mt.unit_at(cs)
     if unit is not None:
         f |= _unit_feats(ex, unit, prefix)
-        f.add(f"{prefix}structured={unit.structured}")
-        first = words(unit.text.lstrip()[:30])[:1]
-        if first:
-            f.add(f"{prefix}line0:{first[0]}")
     d = ex.mt.depth_at(cs)
     f.add(f"{prefix}depth={min(d, 2)}")
     return f
 
 
-def _unit_feats(ex, unit, prefix: str) -> set[str]:
-    """The words of a sentence / line as features, computed once per message and unit."""
+def _unit_feats(ex, unit, prefix: str) -> frozenset[str]:
+    """The words of a sentence / line as features, whether it is structured and its first word,
+    computed once per message and unit."""
     cache = ex.__dict__.setdefault("_unit_feats", {})
     key = (unit.index, prefix)
-    if key not in cache:
-        cache[key] = frozenset(f"{prefix}S:{t}" for t in words(unit.text, 400)[:60])
-    return cache[key]
+    r = cache.get(key)
+    if r is None:
+        f = {f"{prefix}S:{t}" for t in words(unit.text, 400)[:60]}
+        f.add(f"{prefix}structured={unit.structured}")
+        first = words(unit.text.lstrip()[:30])[:1]
+        if first:
+            f.add(f"{prefix}line0:{first[0]}")
+        r = cache[key] = frozenset(f)
+    return r
 
 
 @dataclass
