@@ -45,8 +45,21 @@ def shape(tok: str) -> str:
     return low[:24]
 
 
+class _Shapes(dict):
+    """token -> ``shape(token)``, filled on first use (looked up by ``words`` at C speed)."""
+
+    def __missing__(self, tok: str) -> str:
+        if len(self) >= 1 << 16:
+            self.clear()
+        v = self[tok] = shape(tok)
+        return v
+
+
+_SHAPES = _Shapes()
+
+
 def words(text: str, limit: int = 100000) -> list[str]:
-    return [shape(t) for t in _TOK.findall(text[:limit])]
+    return list(map(_SHAPES.__getitem__, _TOK.findall(text[:limit])))
 
 
 def ngrams(prefix: str, toks: list[str], bigrams: bool = True) -> set[str]:
