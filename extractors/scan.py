@@ -403,7 +403,7 @@ _NO_SCOUT = re.compile(r"\(\?[aiLmsux-]|\\[xuUN0-7]|[A-Z]-[^A-Z\]]|[^A-Z\\\[]-[A
 
 
 def scout(rx: re.Pattern):
-    """For a case-insensitive pattern written in ASCII: the same pattern, case-sensitive and
+    """For a case-insensitive (Unicode) pattern written in ASCII: the same pattern, case-sensitive and
     lower-cased (escapes kept), to run on ``fold(text)``, or None.  Where ``rx`` matches
     ``text``, the scout matches ``fold(text)`` at the same place with the same end (``fold``
     keeps lengths, lowers every character that matches an ASCII letter case-insensitively and
@@ -415,7 +415,8 @@ def scout(rx: re.Pattern):
         pass
     sc = None
     p = rx.pattern
-    if isinstance(p, str) and rx.flags & re.IGNORECASE and p.isascii() and not _NO_SCOUT.search(p):
+    if (isinstance(p, str) and rx.flags & re.IGNORECASE and not rx.flags & re.ASCII and p.isascii()
+            and not _NO_SCOUT.search(p)):  # (under re.ASCII, "\u212a" is no word character but its fold is)
         out = []
         i = 0
         while i < len(p):

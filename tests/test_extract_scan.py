@@ -172,7 +172,8 @@ def test_scout_of_a_case_insensitive_pattern_keeps_the_matches(texts):
     assert scan.scout(rx) is not None
     assert scan.scout(re.compile(r"(?i)x")) is None and scan.scout(re.compile(r"[A-z]", re.I)) is None
     assert scan.scout(re.compile(r"\x41", re.I)) is None and scan.scout(re.compile("a")) is None
-    more = [t.swapcase() for t in texts] + ["THROUGHPUT DROPS", "İ/O regreſſion", "PERFORMANCE\nREGRESSION", "AB12 15 %"]
+    more = [t.swapcase() for t in texts] + ["THROUGHPUT DROPS", "İ/O regreſſion", "PERFORMANCE\nREGRESSION",
+                                            "AB12 15 %"]
     for t in texts + more:
         want = [(m.span(), m.groups()) for m in rx.finditer(t)]
         assert [(m.span(), m.groups()) for m in scan.find_all(rx, t)] == want, t
