@@ -38,6 +38,9 @@ _WORD_RUN = re.compile(r"\w+")
 NUMTOK = re.compile(r"^[([]?[-+~]?\d[\d.,:%x/]*[)\]]?%?$")
 
 
+_NOT_SCANNED = object()
+
+
 @dataclass
 class Segment:
     cstart: int   # start in clean text
@@ -84,10 +87,9 @@ class MailText:
 
     def finditer(self, rx: re.Pattern) -> list:
         """``list(rx.finditer(self.clean))``, computed once (do not modify the list)."""
-        try:
-            return self._scans[rx]
-        except KeyError:
-            pass
+        out = self._scans.get(rx)  # (a lookup, not a raised KeyError, for each first scan)
+        if out is not None:
+            return out
         wg = WORD_GUARDS.get(rx)
         if wg is not None:
             out = self._word_scan(rx, wg)
@@ -126,10 +128,9 @@ class MailText:
         if ms is not None:
             return ms[0] if ms else None
         key = (rx, "search")
-        try:
-            return self._scans[key]
-        except KeyError:
-            pass
+        m = self._scans.get(key, _NOT_SCANNED)
+        if m is not _NOT_SCANNED:
+            return m
         m = search(rx, self.clean, self.low)
         self._scans[key] = m
         return m
