@@ -83,26 +83,46 @@ def version_span(ex: Extractor, vc, role: str) -> tuple[int, int] | None:
     default = _span_at(vc.pos, vc.text, ex)
     near = GOOD_NEAR if role == "good" else BAD_NEAR
     best = None
-    # the pattern (?<![\w.])<text>(?![\w]) can only match where the text is written
-    rx = re.compile(r"(?<![\w.])" + re.escape(vc.text) + r"(?![\w])")
-    for m in (scan.scan_at(rx, ex.clean, ex.clean, (False, (vc.text,))) if vc.text else rx.finditer(ex.clean)):
-        u = ex.mt.unit_at(m.start())
+    for ms, me in _written(ex.clean, vc.text):
+        u = ex.mt.unit_at(ms)
         if u is None:
             continue
-        ctx = ex.clean[max(u.cstart, m.start() - 80):min(u.cend, m.end() + 80)]
+        ctx = ex.clean[max(u.cstart, ms - 80):min(u.cend, me + 80)]
         sc = 2.0 * bool(near.search(ctx))
         if _RANGE_WORDS.search(ctx):
             sc += 1.0
         if P.BISECT.search(ctx):
             sc += 0.5
-        if default is not None and default[0] == m.start():
+        if default is not None and default[0] == ms:
             sc += 0.75
         sc -= 0.5 * u.depth
         if best is None or sc > best[0]:
-            best = (sc, (m.start(), m.end()))
+            best = (sc, (ms, me))
     if best is None:
         return default
     return best[1]
+
+
+_EMPTY_WRITTEN = re.compile(r"(?<![\w.])(?![\w])")
+
+
+def _written(clean: str, text: str) -> list[tuple[int, int]]:
+    """The spans of ``re.finditer(r"(?<![\\w.])" + re.escape(text) + r"(?![\\w])", clean)``, found
+    with ``str.find`` (no pattern compiled per version string)."""
+    if not text:
+        return [m.span() for m in _EMPTY_WRITTEN.finditer(clean)]
+    out = []
+    n = len(text)
+    i = clean.find(text)
+    while i >= 0:
+        j = i + n
+        if not (i and (scan.is_word_char(clean[i - 1]) or clean[i - 1] == ".")) \
+                and not (j < len(clean) and scan.is_word_char(clean[j])):
+            out.append((i, j))
+            i = clean.find(text, j)  # (finditer resumes after a match)
+        else:
+            i = clean.find(text, i + 1)
+    return out
 
 
 def _span_at(pos: int, text: str, ex: Extractor):

@@ -46,8 +46,21 @@ def shape(tok: str) -> str:
     return low[:24]
 
 
+class _Shapes(dict):
+    """token -> ``shape(token)``, filled on first use (looked up by ``words`` at C speed)."""
+
+    def __missing__(self, tok: str) -> str:
+        if len(self) >= 1 << 16:
+            self.clear()
+        v = self[tok] = shape(tok)
+        return v
+
+
+_SHAPES = _Shapes()
+
+
 def words(text: str, limit: int = 100000) -> list[str]:
-    return [shape(t) for t in _TOK.findall(text[:limit])]
+    return list(map(_SHAPES.__getitem__, _TOK.findall(text[:limit])))
 
 
 def ngrams(prefix: str, toks: list[str], bigrams: bool = True) -> set[str]:
@@ -150,7 +163,18 @@ def change_evidence(ex, why=()) -> set[str]:
     return f
 
 
-def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> set[str]:
+def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> frozenset[str]:
+    """The words around a mention, of its sentence / line, and its quote depth (computed once
+    per message and mention: the same mention is a candidate of several rankers)."""
+    cache = ex.__dict__.setdefault("_contexts", {})
+    key = (cs, ce, in_subject, prefix)
+    r = cache.get(key)
+    if r is None:
+        r = cache[key] = frozenset(_context_feats(ex, cs, ce, in_subject, prefix))
+    return r
+
+
+def _context_feats(ex, cs: int, ce: int, in_subject: bool, prefix: str) -> set[str]:
     text = ex.subject if in_subject else ex.clean
     left = words(text[max(0, cs - 80):cs])[-6:]
     right = words(text[ce:ce + 80])[:6]
@@ -169,22 +193,25 @@ def _context(ex, cs: int, ce: int, in_subject: bool, prefix: str = "") -> set[st
     unit = ex.mt.unit_at(cs)
     if unit is not None:
         f |= _unit_feats(ex, unit, prefix)
-        f.add(f"{prefix}structured={unit.structured}")
-        first = words(unit.text.lstrip()[:30])[:1]
-        if first:
-            f.add(f"{prefix}line0:{first[0]}")
     d = ex.mt.depth_at(cs)
     f.add(f"{prefix}depth={min(d, 2)}")
     return f
 
 
-def _unit_feats(ex, unit, prefix: str) -> set[str]:
-    """The words of a sentence / line as features, computed once per message and unit."""
+def _unit_feats(ex, unit, prefix: str) -> frozenset[str]:
+    """The words of a sentence / line as features, whether it is structured and its first word,
+    computed once per message and unit."""
     cache = ex.__dict__.setdefault("_unit_feats", {})
     key = (unit.index, prefix)
-    if key not in cache:
-        cache[key] = frozenset(f"{prefix}S:{t}" for t in words(unit.text, 400)[:60])
-    return cache[key]
+    r = cache.get(key)
+    if r is None:
+        f = {f"{prefix}S:{t}" for t in words(unit.text, 400)[:60]}
+        f.add(f"{prefix}structured={unit.structured}")
+        first = words(unit.text.lstrip()[:30])[:1]
+        if first:
+            f.add(f"{prefix}line0:{first[0]}")
+        r = cache[key] = frozenset(f)
+    return r
 
 
 @dataclass
@@ -450,11 +477,16 @@ _CPU_TAIL = re.compile(r"(?:\s+[a-z]+)+$")
 def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:
     found: dict[str, Candidate] = {}
     for subj, text in ((True, ex.subject or ""), (False, ex.clean[:20000])):
-        low = scan.fold(text)
+        whole = not subj and len(text) == len(ex.clean)  # the body's scans, cached per message
+        low = None if whole else scan.fold(text)
         for i, rx in enumerate(CPU_CANDIDATES):
-            if not scan.may_match(rx, text, low):
+            if whole:
+                found_at = ex.mt.finditer(rx)
+            elif scan.may_match(rx, text, low):
+                found_at = rx.finditer(text)
+            else:
                 continue
-            for m in rx.finditer(text):
+            for m in found_at:
                 v = " ".join(m.group(1).split()).strip(" ,.;:()")
                 v = _CPU_TAIL.sub("", v) if v.count(" ") >= 2 else v  # "... 9800X3D bits", "... 2.0GHz machine"
                 if len(v) < 2 or len(v) > 90:

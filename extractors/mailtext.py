@@ -17,7 +17,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from .patterns import WORD_GUARDS
-from .scan import find_all, fold, match_at, search
+from .scan import find_all, fold, is_word_char, match_at, search
 
 QUOTE_PREFIX = re.compile(r"^((?:[ \t]{0,3}>)+)[ \t]?")
 FLAT_QUOTE = re.compile(r"(?<=\s)((?:>[ \t]?)+)(?=\S)")
@@ -34,7 +34,11 @@ KEY_VALUE = re.compile(r"^[A-Za-z][\w ()/.#+-]{0,34}?\s?[:=]\s*\S")
 BULLET = re.compile(r"^(?:[-*+•]\s+|\d{1,2}[.)/]\s+|[a-z][.)]\s+|\(\d{1,2}\)\s+)")
 _DIGIT = re.compile(r"\d")
 _GAP = re.compile(r"\S\s{2,}\S")
+_WORD_RUN = re.compile(r"\w+")
 NUMTOK = re.compile(r"^[([]?[-+~]?\d[\d.,:%x/]*[)\]]?%?$")
+
+
+_NOT_SCANNED = object()
 
 
 @dataclass
@@ -83,10 +87,9 @@ class MailText:
 
     def finditer(self, rx: re.Pattern) -> list:
         """``list(rx.finditer(self.clean))``, computed once (do not modify the list)."""
-        try:
-            return self._scans[rx]
-        except KeyError:
-            pass
+        out = self._scans.get(rx)  # (a lookup, not a raised KeyError, for each first scan)
+        if out is not None:
+            return out
         wg = WORD_GUARDS.get(rx)
         if wg is not None:
             out = self._word_scan(rx, wg)
@@ -97,18 +100,26 @@ class MailText:
 
     def _word_scan(self, rx: re.Pattern, first_words: frozenset) -> list:
         """``list(rx.finditer(clean))`` for a ``patterns.WORD_GUARDS`` pattern: every match starts
-        a word in ``first_words``, so the pattern is only tried where such a word occurs, in text
-        order, resuming after each match as ``finditer`` does (these patterns never match empty)."""
+        a word in ``first_words`` and ends before a non-word character, so it starts where a run
+        of word characters (``\\w+``) is that word; the pattern is only tried there, in text order,
+        resuming after each match as ``finditer`` does (these patterns never match empty)."""
         low, clean = self.low, self.clean
-        present = [w for w in first_words if w in low]  # (not necessarily as words: tried below)
+        runs = self.memo.get("word_runs")
+        if runs is None:
+            runs = self.memo["word_runs"] = frozenset(_WORD_RUN.findall(low))
+        present = first_words & runs
         if not present:
             return []
         starts = set()
+        n = len(low)
         for w in present:
+            k = len(w)
             i = low.find(w)
             while i >= 0:
-                starts.add(i)
-                i = low.find(w, i + 1)
+                j = i + k
+                if not (i and is_word_char(low[i - 1])) and not (j < n and is_word_char(low[j])):
+                    starts.add(i)
+                i = low.find(w, j)
         return match_at(rx, clean, starts)
 
     def search(self, rx: re.Pattern):
@@ -117,10 +128,9 @@ class MailText:
         if ms is not None:
             return ms[0] if ms else None
         key = (rx, "search")
-        try:
-            return self._scans[key]
-        except KeyError:
-            pass
+        m = self._scans.get(key, _NOT_SCANNED)
+        if m is not _NOT_SCANNED:
+            return m
         m = search(rx, self.clean, self.low)
         self._scans[key] = m
         return m

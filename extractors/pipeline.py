@@ -121,7 +121,11 @@ def mail_segmenter(doc: Doc) -> Doc:
         arr = numpy.full(len(doc), -1, dtype="int64")
         arr[0] = 1
         if starts:
-            arr[numpy.isin(idx, numpy.fromiter(starts, dtype=idx.dtype, count=len(starts)))] = 1
+            # the tokens starting at a unit start (token offsets ascend: a binary search each)
+            want = numpy.fromiter(sorted(starts), dtype=idx.dtype, count=len(starts))
+            pos = numpy.searchsorted(idx, want)
+            pos = pos[pos < len(idx)]
+            arr[pos[idx[pos] == want[:len(pos)]]] = 1
         doc.from_array([SENT_START], arr.reshape(-1, 1).view("uint64"))
     return doc
 

@@ -163,3 +163,30 @@ def test_pipeline_vocabulary_is_bounded(monkeypatch):
     assert pipeline.get_nlp() is not first
     assert (after.good, after.bad, after.culprit_commit, after.change_percent) == (
         before.good, before.bad, before.culprit_commit, before.change_percent)
+
+
+def test_scout_of_a_case_insensitive_pattern_keeps_the_matches(texts):
+    """``scan.scout``: the lower-cased, case-sensitive copy run on ``fold(text)`` finds the same
+    matches (written in any case, with the characters that fold to ASCII letters)."""
+    rx = re.compile(r"\b(?:performance|Throughput|I/O)\s+(?:drop|regression)s?\b|\b[A-Z]{2}\d+\b|(?P<n>\d+)\s?%", re.I)
+    assert scan.scout(rx) is not None
+    assert scan.scout(re.compile(r"(?i)x")) is None and scan.scout(re.compile(r"[A-z]", re.I)) is None
+    assert scan.scout(re.compile(r"\x41", re.I)) is None and scan.scout(re.compile("a")) is None
+    more = [t.swapcase() for t in texts] + ["THROUGHPUT DROPS", "İ/O regreſſion", "PERFORMANCE\nREGRESSION",
+                                            "AB12 15 %"]
+    for t in texts + more:
+        want = [(m.span(), m.groups()) for m in rx.finditer(t)]
+        assert [(m.span(), m.groups()) for m in scan.find_all(rx, t)] == want, t
+        first = rx.search(t)
+        got = scan.search(rx, t)
+        assert (got and (got.span(), got.groups())) == (first and (first.span(), first.groups())), t
+
+
+def test_version_mentions_found_without_a_pattern_per_version():
+    rng = random.Random(5)
+    alphabet = ["6", ".", "1", "v", " ", "_", "a", "-", "é", "²", "\n"]
+    for _ in range(20000):
+        clean = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
+        rx = re.compile(r"(?<![\w.])" + re.escape(text) + r"(?![\w])")
+        assert evidence._written(clean, text) == [m.span() for m in rx.finditer(clean)], (clean, text)
