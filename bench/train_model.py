@@ -45,7 +45,7 @@ C_DEFAULT = 0.3
 # hardware (x-hw, same sweep with the storage ranker added): cpu 0.75 and storage 0.7 are the lowest
 # values at CV precision ~0.9 (0.915 / 0.898); arch 0.6 (no threshold below 0.9 reaches precision
 # 0.9: most of its false positives are x86_64 for a machine the batch left null, README judgment calls)
-THRESHOLDS = {"is_regression": 0.5, "kind": 0.5, "culprit": 0.4, "good": 0.8, "bad": 0.7, "cpu": 0.75, "storage": 0.7,
+THRESHOLDS = {"is_regression": 0.5, "kind": 0.5, "culprit": 0.4, "good": 0.8, "bad": 0.7, "cpu": 0.75, "storage": 0.7, "filesystem": 0.5,
               "gate_metric": 0.5, "gate_memory": 0.4, "gate_storage": 0.5, "gate_subsystem": 0.5,
               "gate_filesystem": 0.5, "gate_arch": 0.6}
 # metric: 0.65 once the metric candidates grew (rate pairs, a metric named in prose, the measured
@@ -91,7 +91,7 @@ def fit_one(name: str, data: list[tuple[set[str], int]]) -> dict | None:
     X.indices = X.indices.astype("int32")  # liblinear takes 32-bit sparse indices only
     X.indptr = X.indptr.astype("int32")
     clf = LogisticRegression(C=C_VALUES.get(name, C_DEFAULT), solver="liblinear", random_state=0,
-                             class_weight="balanced" if name in ("culprit", "good", "bad", "cpu", "storage") else None,
+                             class_weight="balanced" if name in ("culprit", "good", "bad", "cpu", "storage", "filesystem") else None,
                              max_iter=1000)
     clf.fit(X, ys)
     weights = {f: round(float(w), 5) for f, w in zip(vec.get_feature_names_out(), clf.coef_[0])

@@ -39,7 +39,7 @@ from .claim import Claim, Fact
 from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
                        cpu_candidates, gate_features, message_features, norm_version, prefix_is_value,
                        version_candidates, version_features, version_order)
-from .hwcands import storage_candidates
+from .hwcands import fs_candidates, storage_candidates
 from .subsystems import title_near_commit
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
@@ -131,7 +131,8 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     cpu_m = model.get("cpu")
     _decide_cpu(ctx, cpu_m, out, facts)
     _decide_storage(ctx, model.get("storage"), out, facts)
-    _decide_gated(ctx, model, out, facts, old, cpu_m, model.get("storage"))
+    _decide_filesystem(ctx, model.get("filesystem"), out, facts)
+    _decide_gated(ctx, model, out, facts, old, cpu_m, model.get("storage"), model.get("filesystem"))
     _decide_arch(ctx, model, out, facts, old)
     out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
     out.facts = facts
@@ -208,14 +209,28 @@ def _decide_storage(ctx: RuleContext, st_m, out: Claim, facts: list[Fact]) -> No
             facts.append(_fact_for(ex, "storage", best.value, best))
 
 
+def _decide_filesystem(ctx: RuleContext, fs_m, out: Claim, facts: list[Fact]) -> None:
+    """The filesystem under test: a ranker over the filesystems named (when the model has one)."""
+    if fs_m is not None:
+        ex = ctx.ex
+        cands = fs_candidates(ex, ctx.rule_claim.config.get("filesystem"), out.kind)
+        # an LKP job's filesystem parameter is decisive
+        best = next((c for c in cands if "fs_lkp_pick" in c.feats), None) or _best(fs_m, cands)
+        out.config["filesystem"] = best.value if best is not None else None
+        facts[:] = [f for f in facts if f.field != "filesystem"]
+        if best is not None:
+            facts.append(_fact_for(ex, "filesystem", best.value, best))
+
+
 def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict, cpu_m,
-                  st_m=None) -> None:
+                  st_m=None, fs_m=None) -> None:
     """The gated fields: the rules' value, kept where its gate model accepts it."""
     c = ctx.rule_claim
     ex = ctx.ex
     held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
-        if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None):
+        if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None) \
+                or (name == "filesystem" and fs_m is not None):
             continue
         value = normalise_value(name, c.field_value(name))
         if value is None and held.get(name) is not None:
@@ -403,7 +418,8 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     """Feature sets with their 0/1 targets, per model, for one labelled message
     (used by ``bench/train_model.py``; the same feature code as ``decide``)."""
     ex, c = ctx.ex, ctx.rule_claim
-    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "cpu", "storage"] +
+    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "cpu", "storage",
+                                                            "filesystem"] +
                             ["gate_" + f for f in GATED_FIELDS]}
     msg = message_features(ctx)
     pos = bool(label.get("is_regression"))
@@ -433,6 +449,10 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     gold_st = label.get("storage")
     out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
                       for sc in storage_candidates(ex, c.hardware.get("storage"))]
+    gold_fs = (label.get("filesystem") or "").lower()
+    fcs = fs_candidates(ex, c.config.get("filesystem"), label.get("kind"))
+    if not any("fs_lkp_pick" in fc.feats for fc in fcs):  # (an LKP parameter decides alone)
+        out["filesystem"] = [(fc.feats, int(fc.norm == gold_fs)) for fc in fcs]
     held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         value = normalise_value(name, c.field_value(name))
