@@ -45,7 +45,8 @@ _VENDOR = (r"(?:Samsung|SAMSUNG|Intel(?:\s+Corporation)?|Western\s+Digital|WDC?|
            r"Kioxia|KIOXIA|Micron|Crucial|Kingston|SanDisk|Lexar|SK\s?[Hh]ynix|Hynix|HGST|Hitachi|Corsair|ADATA|"
            r"Sabrent|Solidigm|Phison|Silicon\s+Motion|Plextor|Transcend|Optane|Maxtor|Quantum|IBM|Fujitsu)")
 MODEL_RE = re.compile(
-    r"\b(" + _VENDOR + r"(?:\s+(?:SSD|NVMe|DC|model:?))*\s+[A-Z]*[\w-]*\d[\w-]*"
+    r"\b(" + _VENDOR + r"(?:\s+(?:SSD|NVMe|DC|model:?))*\s+(?!(?:Power|POWER|Xeon|Core|Atom|Pentium|Celeron))"
+    r"[A-Z]*[\w-]*\d[\w-]*"
     r"(?:\s+(?:Series|EVO|Pro|PRO|Plus|Max|NVMe|SSDs?|HDDs?|drives?|disks?|\d+(?:\.\d+)?\s?[GT]B))*)")
 # RAID / HBA controllers: "PERC H740P", "MegaRAID SAS 9361-8i", "Adaptec 3154", "HPE Smart Array P440ar"
 CTRL_RE = re.compile(r"\b((?:Dell\s+)?PERC\s+H\d{3}\w*|(?:LSI\s+|Broadcom\s+/?\s*)?MegaRAID(?:\s+[\w-]+){1,3}|"
@@ -100,6 +101,22 @@ def io_message_feats(ex) -> set[str]:
             f"smsg:iounit={'iops' in low or 'mb/s' in low or 'mib/s' in low}"}
 
 
+def lkp_disk(ex) -> Candidate | None:
+    """The disk parameter of an LKP job ("disk: 1HDD", "disk: NVMe PCIe3 SSD *4", or the column of a
+    test path ".../1SSD/xfs/..."), as a candidate: decisive, the robot's own setup."""
+    low = ex.mt.low
+    if "disk:" in low:
+        m = ex.mt.search(LKP_DISK_LINE)
+        if m is not None:
+            v = " ".join(m.group(1).split())
+            return Candidate(v, [(m.start(1), m.end(1), False)], {"lkp_disk"}, v.lower())
+    if "hdd" in low or "ssd" in low or "brd" in low or "nvme" in low or "pmem" in low:
+        m = ex.mt.search(LKP_PATH_DISK)
+        if m is not None:
+            return Candidate(m.group(1), [(m.start(1), m.end(1), False)], {"lkp_disk"}, m.group(1).lower())
+    return None
+
+
 def storage_candidates(ex, rule_storage: str | None):
     """Storage phrases as ``features.Candidate`` objects, with their features."""
     clean = ex.clean[:30000]
@@ -130,6 +147,12 @@ def storage_candidates(ex, rule_storage: str | None):
             add(m.start(1), m.end(1), m.group(1), "head", True)
     for m in MODEL_RE.finditer(subj):
         add(m.start(1), m.end(1), m.group(1), "model", True)
+    if rule_storage:
+        # the rule's phrase cut short of a longer candidate phrase ("20 drive" / "20 drive array")
+        low_rule = rule_storage.lower()
+        if low_rule not in found:
+            longer = next((k for k in found if k.startswith(low_rule + " ")), None)
+            rule_storage = found[longer].value if longer else rule_storage
     out = with_rule_candidate(ex, found, rule_storage)
     msg = io_message_feats(ex) if out else set()
     for c in out:

@@ -37,9 +37,9 @@ from . import patterns as P
 from .boards import arch_guess
 from .claim import Claim, Fact
 from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
-                       cpu_candidates, gate_features, message_features, norm_version, prefix_is_value,
-                       version_candidates, version_features, version_order)
-from .hwcands import fs_candidates, storage_candidates
+                       cpu_candidates, gate_features, lkp_machine_cpu, message_features, norm_version,
+                       prefix_is_value, version_candidates, version_features, version_order)
+from .hwcands import fs_candidates, lkp_disk, storage_candidates
 from .subsystems import title_near_commit
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
@@ -185,8 +185,9 @@ def _decide_cpu(ctx: RuleContext, cpu_m, out: Claim, facts: list[Fact]) -> None:
     """The cpu: a ranker over CPU strings (when the model has one)."""
     if cpu_m is not None:
         ex = ctx.ex
-        cands = cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu"))
-        best = _best(cpu_m, cands)
+        best = lkp_machine_cpu(ex)
+        cands = cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu")) if best is None else []
+        best = best or _best(cpu_m, cands)
         if best is None:
             # a /proc/cpuinfo "model name" line is the machine's CPU string by definition: it
             # needs less support from the context than a CPU named in prose
@@ -202,7 +203,7 @@ def _decide_storage(ctx: RuleContext, st_m, out: Claim, facts: list[Fact]) -> No
     """The storage: a ranker over storage phrases (when the model has one)."""
     if st_m is not None:
         ex = ctx.ex
-        best = _best(st_m, storage_candidates(ex, ctx.rule_claim.hardware.get("storage")))
+        best = lkp_disk(ex) or _best(st_m, storage_candidates(ex, ctx.rule_claim.hardware.get("storage")))
         out.hardware["storage"] = best.value if best is not None else None
         facts[:] = [f for f in facts if f.field != "storage"]
         if best is not None:
@@ -444,11 +445,13 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
                 cand.norm.startswith(gold) or gold.startswith(cand.norm))))
             out[name].append((cand.feats, int(hit)))
     gold_cpu = label.get("cpu")
-    out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
-                  for cc in cpu_candidates(ex, c.hardware.get("cpu"))]
+    if lkp_machine_cpu(ex) is None:  # (an LKP machine line decides alone)
+        out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
+                      for cc in cpu_candidates(ex, c.hardware.get("cpu"))]
     gold_st = label.get("storage")
-    out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
-                      for sc in storage_candidates(ex, c.hardware.get("storage"))]
+    if lkp_disk(ex) is None:  # (an LKP disk parameter decides alone)
+        out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
+                          for sc in storage_candidates(ex, c.hardware.get("storage"))]
     gold_fs = (label.get("filesystem") or "").lower()
     fcs = fs_candidates(ex, c.config.get("filesystem"), label.get("kind"))
     if not any("fs_lkp_pick" in fc.feats for fc in fcs):  # (an LKP parameter decides alone)
