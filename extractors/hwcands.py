@@ -93,7 +93,8 @@ _IO_BENCH = frozenset({"fio", "dd", "fsmark", "fs_mark", "dbench", "iozone", "bo
 
 def io_message_feats(ex) -> set[str]:
     """Whether the message is about I/O at all (a filesystem, an I/O benchmark, an I/O unit
-    named): the storage a report names matters where it measures or breaks I/O."""
+    named): the filesystem a report names is the one under test where it measures or breaks I/O.
+    (Tried for the storage ranker too: CV precision fell.)"""
     mt = ex.mt
     low = mt.low
     benches = {m.group(1).lower() for m in mt.finditer(P.BENCH_RE)}
@@ -154,13 +155,9 @@ def storage_candidates(ex, rule_storage: str | None):
             longer = next((k for k in found if k.startswith(low_rule + " ")), None)
             rule_storage = found[longer].value if longer else rule_storage
     out = with_rule_candidate(ex, found, rule_storage)
-    msg = io_message_feats(ex) if out else set()
     for c in out:
         c.feats |= phrase_feats(ex, c, len(out), rule_storage, "nstorage", "rule_storage")
         c.feats |= storage_value_feats(c.value)
-        c.feats |= msg
-        first = min((s for s, _, subj in c.spans if not subj and s >= 0), default=-1)
-        c.feats.add(f"spos={next(i for i, b in enumerate((0, 1500, 5000, 15000, 10 ** 9)) if first < b)}")
     # a phrase and its parts ("SSD" / "Samsung SSD 970 EVO Plus 250GB"): the labels take the
     # fullest form written
     for c in out:
