@@ -449,9 +449,10 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
         out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
                       for cc in cpu_candidates(ex, c.hardware.get("cpu"))]
     gold_st = label.get("storage")
-    if lkp_disk(ex) is None:  # (an LKP disk parameter decides alone)
-        out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
-                          for sc in storage_candidates(ex, c.hardware.get("storage"))]
+    # (trained on LKP reports too, though their disk parameter decides alone at run time: their
+    # "disk: 1HDD" lines teach what a storage phrase in a setup looks like)
+    out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
+                      for sc in storage_candidates(ex, c.hardware.get("storage"))]
     gold_fs = (label.get("filesystem") or "").lower()
     fcs = fs_candidates(ex, c.config.get("filesystem"), label.get("kind"))
     if not any("fs_lkp_pick" in fc.feats for fc in fcs):  # (an LKP parameter decides alone)
