@@ -159,3 +159,13 @@ def test_storage_model_names_of_cpus_are_not_drives():
     ex = extractors.pipeline.run("x", "Seen on an IBM Power11 LPAR and an Intel Xeon 6248 box.\n",
                                  learned_stage=False)._.rules.ex
     assert not {c.value for c in storage_candidates(ex, None)}
+
+
+def test_config_options_tested_in_code_and_quoted_config_values():
+    body = ("Since 6.1 the box fails to boot, 6.0 worked. The patch did:\n"
+            ">>> +#ifdef CONFIG_X86\n>>> -#if IS_REACHABLE(CONFIG_FB)\n"
+            "I use CONFIG_PREEMPT=y.\n#\n# Automatically generated file; DO NOT EDIT.\n"
+            "# Linux/x86 5.15.0 Kernel Configuration\n#\n"
+            "CONFIG_CC_VERSION_TEXT=\"gcc (GCC) 10.2.1 20201125\"\nCONFIG_CC_IS_GCC=y\nCONFIG_GCC_VERSION=100201\n")
+    c = extractors.extract("[REGRESSION] boot fails in 6.1", body)
+    assert c.config["kernel_config"] == ["CONFIG_PREEMPT=y"]
