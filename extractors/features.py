@@ -472,6 +472,22 @@ CPU_CANDIDATES = [re.compile(p) for p in [
 
 
 _CPU_TAIL = re.compile(r"(?:\s+[a-z]+)+$")
+# an LKP report's machine line: "test machine: 96 threads 2 sockets Intel(R) Xeon(R) Platinum 8260L
+# CPU @ 2.40GHz (Cascade Lake) with 512G memory" (the CPU as the robot writes it, code name included)
+LKP_MACHINE_CPU = re.compile(r"test machine:[ \t]*\d+[ \t]+threads(?:[ \t]+\d+[ \t]+sockets?)?[ \t]+"
+                             r"([^\n]{3,100}?)[ \t]+with[ \t]+\d+(?:\.\d+)?[KMGT]i?B?[ \t]+memory")
+
+
+def lkp_machine_cpu(ex) -> Candidate | None:
+    """The CPU of an LKP report's "test machine:" line, as a candidate (decisive: the robot's own
+    description of the machine it measured on)."""
+    if "test machine:" not in ex.mt.low:
+        return None
+    m = ex.mt.search(LKP_MACHINE_CPU)
+    if m is None:
+        return None
+    v = " ".join(m.group(1).split())
+    return Candidate(v, [(m.start(1), m.end(1), False)], {"lkp_machine"}, v.lower())
 
 
 def cpu_candidates(ex, rule_cpu: str | None) -> list[Candidate]:

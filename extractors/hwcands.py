@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 
+from . import patterns as P
 from . import scan
 from .features import Candidate, phrase_feats, with_rule_candidate
-from .hwconfig import qualifiers
+from .hwconfig import _LKP_PARAMS, qualifiers
 
 I = re.I
 
@@ -44,7 +45,8 @@ _VENDOR = (r"(?:Samsung|SAMSUNG|Intel(?:\s+Corporation)?|Western\s+Digital|WDC?|
            r"Kioxia|KIOXIA|Micron|Crucial|Kingston|SanDisk|Lexar|SK\s?[Hh]ynix|Hynix|HGST|Hitachi|Corsair|ADATA|"
            r"Sabrent|Solidigm|Phison|Silicon\s+Motion|Plextor|Transcend|Optane|Maxtor|Quantum|IBM|Fujitsu)")
 MODEL_RE = re.compile(
-    r"\b(" + _VENDOR + r"(?:\s+(?:SSD|NVMe|DC|model:?))*\s+[A-Z]*[\w-]*\d[\w-]*"
+    r"\b(" + _VENDOR + r"(?:\s+(?:SSD|NVMe|DC|model:?))*\s+(?!(?:Power|POWER|Xeon|Core|Atom|Pentium|Celeron))"
+    r"[A-Z]*[\w-]*\d[\w-]*"
     r"(?:\s+(?:Series|EVO|Pro|PRO|Plus|Max|NVMe|SSDs?|HDDs?|drives?|disks?|\d+(?:\.\d+)?\s?[GT]B))*)")
 # RAID / HBA controllers: "PERC H740P", "MegaRAID SAS 9361-8i", "Adaptec 3154", "HPE Smart Array P440ar"
 CTRL_RE = re.compile(r"\b((?:Dell\s+)?PERC\s+H\d{3}\w*|(?:LSI\s+|Broadcom\s+/?\s*)?MegaRAID(?:\s+[\w-]+){1,3}|"
@@ -62,6 +64,10 @@ def _qualifies(tt: str) -> bool:
     return bool(tt) and bool(_MOD.match(tt) or (_ACRO.match(tt) and not _NOT_MOD.match(tt)))
 
 
+# a singular device noun used as a count's adjective: "20 drive array", "4 disk raid5"
+_ARRAY_AFTER = re.compile(r"[ \t]+(?:(?:RAID|raid)-?\d+(?:[ \t]+(?:array|set))?|arrays?|stripes?|sets?|JBOD)\b")
+
+
 def _head_phrases(clean: str, mt) -> list[tuple[int, int, str, str]]:
     """Storage nouns with the qualifiers in front of them (or a strong noun alone)."""
     out = []
@@ -71,9 +77,45 @@ def _head_phrases(clean: str, mt) -> list[tuple[int, int, str, str]]:
         if not mods and not _STRONG_ALONE.match(head) and not m.group(2):
             continue
         text = " ".join(mods + [head]) + (m.group(2) or "")
+        end = m.end()
+        if mods and not m.group(2) and head.lower() in ("disk", "drive", "spindle") and mods[-1][:1].isdigit():
+            a = _ARRAY_AFTER.match(clean, end)
+            if a:
+                text, end = text + a.group(0), a.end()
         start = m.start() - len(" ".join(mods)) - 1 if mods else m.start()
-        out.append((max(start, line_start), m.end(), " ".join(text.split()).strip(" ,(*"), "head"))
+        out.append((max(start, line_start), end, " ".join(text.split()).strip(" ,(*"), "head"))
     return out
+
+
+_IO_BENCH = frozenset({"fio", "dd", "fsmark", "fs_mark", "dbench", "iozone", "bonnie++", "postmark", "tiobench",
+                       "filebench", "fxmark", "sysbench", "aim7", "xfstests"})
+
+
+def io_message_feats(ex) -> set[str]:
+    """Whether the message is about I/O at all (a filesystem, an I/O benchmark, an I/O unit
+    named): the filesystem a report names is the one under test where it measures or breaks I/O.
+    (Tried for the storage ranker too: CV precision fell.)"""
+    mt = ex.mt
+    low = mt.low
+    benches = {m.group(1).lower() for m in mt.finditer(P.BENCH_RE)}
+    return {f"smsg:fs={bool(mt.finditer(P.FS_RE))}", f"smsg:iobench={bool(benches & _IO_BENCH)}",
+            f"smsg:iounit={'iops' in low or 'mb/s' in low or 'mib/s' in low}"}
+
+
+def lkp_disk(ex) -> Candidate | None:
+    """The disk parameter of an LKP job ("disk: 1HDD", "disk: NVMe PCIe3 SSD *4", or the column of a
+    test path ".../1SSD/xfs/..."), as a candidate: decisive, the robot's own setup."""
+    low = ex.mt.low
+    if "disk:" in low:
+        m = ex.mt.search(LKP_DISK_LINE)
+        if m is not None:
+            v = " ".join(m.group(1).split())
+            return Candidate(v, [(m.start(1), m.end(1), False)], {"lkp_disk"}, v.lower())
+    if "hdd" in low or "ssd" in low or "brd" in low or "nvme" in low or "pmem" in low:
+        m = ex.mt.search(LKP_PATH_DISK)
+        if m is not None:
+            return Candidate(m.group(1), [(m.start(1), m.end(1), False)], {"lkp_disk"}, m.group(1).lower())
+    return None
 
 
 def storage_candidates(ex, rule_storage: str | None):
@@ -106,6 +148,12 @@ def storage_candidates(ex, rule_storage: str | None):
             add(m.start(1), m.end(1), m.group(1), "head", True)
     for m in MODEL_RE.finditer(subj):
         add(m.start(1), m.end(1), m.group(1), "model", True)
+    if rule_storage:
+        # the rule's phrase cut short of a longer candidate phrase ("20 drive" / "20 drive array")
+        low_rule = rule_storage.lower()
+        if low_rule not in found:
+            longer = next((k for k in found if k.startswith(low_rule + " ")), None)
+            rule_storage = found[longer].value if longer else rule_storage
     out = with_rule_candidate(ex, found, rule_storage)
     for c in out:
         c.feats |= phrase_feats(ex, c, len(out), rule_storage, "nstorage", "rule_storage")
@@ -153,3 +201,139 @@ def cpu_value_feats(value: str, others: list[str]) -> set[str]:
     f.add(f"crel:longer={any(o != low and low in o for o in others)}")
     f.add(f"crel:shorter={any(o != low and o in low for o in others)}")
     return f
+
+
+# ------------------------------------------------------------------------------ filesystem
+
+# the filesystem a test ran on, written in a setup form: an LKP job parameter ("fs: xfs",
+# "fs2: nfsv4", "fstype: ext4_no_jnl"), mkfs / mount commands, a mount table line
+# ("/dev/sda1 on /mnt type xfs (rw,...)"), an inxi "fs: btrfs" column
+LKP_FS_LINE = re.compile(r"^[ \t>]*(fs\d?|fstype):[ \t]*([a-z][\w.-]*[a-z0-9])[ \t]*$", re.M)
+_FS_SETUP = re.compile(r"(?:\bmkfs\.|\bmkfs\s+-t\s+|\bmount\s+(?:-\w+\s+)*-t\s+|\btype\s+|\bfs(?:type)?[:=]\s*|"
+                       r"\bfilesystem[:=]\s*|\s-t\s+)$", I)
+_FS_MODULE_AFTER = re.compile(r"\((?:[EOPFGCTU+-]{1,4})\)")
+_FS_WORD_AFTER = re.compile(r"\s*(?:file\s?systems?|fs\b|partitions?|volumes?|mounts?|images?|root)", I)
+_FS_BEFORE_ON = re.compile(r"\b(?:on|over|with|using|under|formatted|of)\s+(?:an?\s+|the\s+)?$", I)
+_FS_TABLE_EQ = re.compile(r"\|\s*$|fs=$")
+_FS_PATHISH = re.compile(r"[_/.=:]$")
+_FS_COMPARE = re.compile(r"\b(?:vs\.?|versus|compared|than|and|or)\b", I)
+
+
+def _fs_mention_src(text: str, s: int, e: int, in_subject: bool) -> str:
+    """How one filesystem name is written: a setup form, a subject tag or title prefix (the area
+    of a commit), a module list entry, a name beside a filesystem noun, or a bare word."""
+    before = text[max(0, s - 24):s]
+    after = text[e:e + 16]
+    if in_subject:
+        if before.endswith("[") and after[:2] in ("]", "?]") or after.startswith(("]", "?]")):
+            return "subj_tag"
+        if after.startswith(":"):
+            return "subj_prefix"
+        return "subj_word"
+    if before.endswith("] ") and text[s:e].isupper():
+        return "log"  # a kernel log prefix ("[    6.06] BTRFS: device fsid ...")
+    if _FS_SETUP.search(before):
+        return "eq" if before.endswith("fs=") else "setup"
+    if _FS_MODULE_AFTER.match(after) or (after.startswith(" ") and "Modules linked in" in text[max(0, s - 400):s]):
+        return "module"
+    if after.startswith(":") and (s == 0 or text[s - 1] in "\n\"( ") and not after.startswith("::"):
+        return "title_prefix"
+    if _FS_PATHISH.search(before) or after[:1] in "_/":
+        return "path"
+    if _FS_WORD_AFTER.match(after):
+        return "noun"
+    if _FS_BEFORE_ON.search(before):
+        return "on"
+    return "word"
+
+
+def lkp_filesystems(ex) -> list[tuple[str, str, int, int]]:
+    """The filesystem parameters of an LKP job, ``(role, value, start, end)``: role ``fs`` for
+    ``fs:`` / ``fstype:``, ``fs2`` for ``fs1:`` / ``fs2:`` (a filesystem layered on the first),
+    from the parameter lines and the parameter column block."""
+    clean = ex.clean
+    out = []
+    if "fs" not in ex.mt.low:
+        return out
+    for m in LKP_FS_LINE.finditer(clean):
+        out.append(("fs" if m.group(1) in ("fs", "fstype") else "fs2", m.group(2), m.start(2), m.end(2)))
+    for m in _LKP_PARAMS.finditer(clean):
+        keys, vals = m.group(1).split("/"), m.group(2).split("/")
+        if len(keys) != len(vals):
+            continue
+        pos = m.start(2)
+        for k, v in zip(keys, vals):
+            if k in ("fs", "fs1", "fs2", "fstype") and _LKP_FS_VALUE.fullmatch(v):
+                out.append(("fs" if k in ("fs", "fstype") else "fs2", v, pos, pos + len(v)))
+            pos += len(v) + 1
+    return out
+
+
+_FS_NAMES = "|".join(P.FILESYSTEMS)
+_MKFS_FS = re.compile(r"\bmkfs\.(\w+)")
+_LKP_PATH_FS = re.compile(r"\d(?:HDD|SSD|NVMe|BRD\w*|pmem\w*)-(" + _FS_NAMES + r")-")
+_SLASH_FS = re.compile(r"\w/(" + _FS_NAMES + r")\b", I)
+_LKP_FS_VALUE = re.compile(r"[a-z][\w.-]*")
+
+
+def fs_candidates(ex, rule_fs: str | None, kind: str | None = None) -> list[Candidate]:
+    """The filesystems a message names as ``features.Candidate`` objects (lower case, or an LKP
+    job parameter as written), each with how and where it is written; the trained filesystem
+    ranker (``learned``) picks the one the test ran on, or none."""
+    mt = ex.mt
+    clean = ex.clean
+    found: dict[str, Candidate] = {}
+    srcs: dict[str, list[str]] = {}
+
+    def add(value: str, s: int, e: int, subj: bool, src: str) -> None:
+        key = value.lower()
+        c = found.setdefault(key, Candidate(key, [], set(), key))
+        c.spans.append((s, e, subj))
+        srcs.setdefault(key, []).append(src)
+
+    subj = ex.subject or ""
+    for m in P.FS_RE.finditer(subj):
+        add(m.group(1), m.start(1), m.end(1), True, _fs_mention_src(subj, m.start(1), m.end(1), True))
+    for m in mt.finditer(P.FS_RE):
+        if m.start() > 40000:
+            break
+        if m.group(1) == "EROFS":
+            continue  # the errno ("EROFS (Read-only file system)")
+        add(m.group(1), m.start(1), m.end(1), False, _fs_mention_src(clean, m.start(1), m.end(1), False))
+    # forms the word scan leaves out: "mkfs.xfs", an LKP test path "1HDD-xfs-...", "NVMe/XFS"
+    low = mt.low
+    for rx, src, text, subj_ in ((_MKFS_FS, "setup", clean, False), (_LKP_PATH_FS, "lkp_path", clean, False),
+                                 (_SLASH_FS, "subj_word", subj, True)):
+        if not scan.may_match(rx, text, low if not subj_ else None):
+            continue
+        for m in rx.finditer(text):
+            if m.group(1).lower() in P.FILESYSTEMS:
+                add(m.group(1), m.start(1), m.end(1), subj_, src)
+    lkp = lkp_filesystems(ex)
+    for key, value, s, e in lkp:
+        add(value, s, e, False, "lkp_" + key)
+    # an LKP job's own parameter names the filesystem under test: the layered one (fs1 / fs2:
+    # nfsv4 or smbv2 exported from the local fs) where there is one, else fs / fstype
+    pick = min(lkp, key=lambda t: (t[0] != "fs2", t[2]), default=None)
+    out = with_rule_candidate(ex, found, rule_fs)
+    total = sum(len(c.spans) for c in out)
+    most = max((len(c.spans) for c in out), default=0)
+    msg = io_message_feats(ex) if out else set()
+    for c in out:
+        c.feats |= msg
+        ss = srcs.get(c.norm, ["rule"])
+        c.feats |= {f"fsrc:{s}" for s in ss}
+        c.feats.add(f"fsrc_first:{ss[0]}")
+        body = [s for s in ss if not s.startswith("subj")]
+        c.feats.add(f"fs_body_n={min(len(body), 4)}")
+        c.feats.add(f"fs_most={len(c.spans) == most}")
+        c.feats.add(f"fs_share={min(4, int(4 * len(c.spans) / max(total, 1)))}")
+        c.feats.add(f"fs_lkp_msg={bool(lkp)}")
+        if pick is not None and c.norm == pick[1].lower():
+            c.feats.add("fs_lkp_pick")
+        c.feats.add(f"fs_kind={kind}")
+        if lkp and not any(s.startswith("lkp_") for s in ss):
+            c.feats.add("fs_lkp_other")
+        c.feats.add(f"fname:{c.norm if c.norm in P.FILESYSTEMS else 'other'}")
+        c.feats |= phrase_feats(ex, c, len(out), rule_fs, "nfs", "rule_fs")
+    return out

@@ -46,7 +46,7 @@ _WEAK_AFTER3 = re.compile(r"\s+(?:performance|test|process|throughput|benchmark|
 _LOOP_DONE = re.compile(r"\s*;\s*done\b.*$")
 _CMD_OPT = re.compile(r"\s-{1,2}\w|\b\w+=\S")
 _MAKE_J = re.compile(r"\s-j")
-_CFG_LINE = re.compile(r"[ \t>|]*[+-]?(?:#\s*)?CONFIG_[A-Z0-9_]+(?:=\S*| is not set)\s*$")
+_CFG_LINE = re.compile(r"[ \t>|]*[+-]?(?:#\s*)?CONFIG_[A-Z0-9_]+(?:=(?:\"[^\"\n]*\"|\S*)| is not set)\s*$")
 _CFG_DIFF_LINE = re.compile(r"[ \t>|]*[+-](?:#\s*)?CONFIG_")  # a line of a diff between two .config files
 _CFG_FILLER = re.compile(r"[ \t>|]*(?:#.*|@@ .*)?$")  # blank or comment lines inside a .config
 CONFIG_DUMP_LINES = 200  # a run this long is a whole .config (even tinyconfig writes several hundred lines)
@@ -94,6 +94,10 @@ def config_runs(text: str) -> list[tuple[int, int, bool]]:
 
 _CFG_UNSET = re.compile(r" is not set\b")
 _CFG_CODE = re.compile(r"\s*[+\-@]|\s*#\s*(?:if|ifdef|ifndef|endif|define)|.*\bIS_ENABLED\(")
+# an option tested in C code right before it: "IS_REACHABLE(CONFIG_X)", "#ifdef CONFIG_X", "#if
+# defined(CONFIG_X)" (a Makefile's "obj-$(CONFIG_X)" line is left in: a build report names its options so)
+_CFG_IN_CODE = re.compile(r"(?:\bIS_(?:ENABLED|REACHABLE|BUILTIN|MODULE)\(|#\s*(?:el)?if(?:n?def)?\s+!?|"
+                          r"\bdefined\s*\(?)$")
 _CFG_SUGGEST = re.compile(r"\b(?:suggest\w*|try|could you|can you|maybe|perhaps|should|instead|alternatively|"
                           r"would|if you)\b", I)
 MEM_SETTING = re.compile(r"(?<![\w-])((?:QEMU_|VM_|GUEST_)?MEM(?:ORY)?(?:_(?:MB|GB|SIZE))?=\d+[KMGT]?)\b")
@@ -419,6 +423,8 @@ def _cfg_kernel_config(ex: Extractor, cfg: dict, spans: dict) -> None:
             continue  # an attached .config lists every option
         if run is not None and _CFG_UNSET.match(mt.clean, m.start() + len(m.group(1))):
             continue  # "# CONFIG_X is not set" in a .config excerpt: an option not chosen
+        if _CFG_IN_CODE.search(mt.clean, max(0, m.start() - 16), m.start()):
+            continue
         u = ex.mt.unit_at(m.start())
         utext = u.text if u else ""
         if u and u.structured and _CFG_CODE.match(utext):

@@ -40,9 +40,9 @@ from . import patterns as P
 from .boards import arch_guess
 from .claim import Claim, Fact
 from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
-                       cpu_candidates, gate_features, message_features, norm_version, prefix_is_value,
-                       range_order, version_candidates, version_features, version_order)
-from .hwcands import storage_candidates
+                       cpu_candidates, gate_features, lkp_machine_cpu, message_features, norm_version,
+                       prefix_is_value, range_order, version_candidates, version_features, version_order)
+from .hwcands import fs_candidates, lkp_disk, storage_candidates
 from .rangefeats import pair_options
 from .subsystems import title_near_commit
 
@@ -135,7 +135,8 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     cpu_m = model.get("cpu")
     _decide_cpu(ctx, cpu_m, out, facts)
     _decide_storage(ctx, model.get("storage"), out, facts)
-    _decide_gated(ctx, model, out, facts, old, cpu_m, model.get("storage"))
+    _decide_filesystem(ctx, model.get("filesystem"), out, facts)
+    _decide_gated(ctx, model, out, facts, old, cpu_m, model.get("storage"), model.get("filesystem"))
     _decide_arch(ctx, model, out, facts, old)
     out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
     out.facts = facts
@@ -188,8 +189,9 @@ def _decide_cpu(ctx: RuleContext, cpu_m, out: Claim, facts: list[Fact]) -> None:
     """The cpu: a ranker over CPU strings (when the model has one)."""
     if cpu_m is not None:
         ex = ctx.ex
-        cands = cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu"))
-        best = _best(cpu_m, cands)
+        best = lkp_machine_cpu(ex)
+        cands = cpu_candidates(ex, ctx.rule_claim.hardware.get("cpu")) if best is None else []
+        best = best or _best(cpu_m, cands)
         if best is None:
             # a /proc/cpuinfo "model name" line is the machine's CPU string by definition: it
             # needs less support from the context than a CPU named in prose
@@ -205,21 +207,35 @@ def _decide_storage(ctx: RuleContext, st_m, out: Claim, facts: list[Fact]) -> No
     """The storage: a ranker over storage phrases (when the model has one)."""
     if st_m is not None:
         ex = ctx.ex
-        best = _best(st_m, storage_candidates(ex, ctx.rule_claim.hardware.get("storage")))
+        best = lkp_disk(ex) or _best(st_m, storage_candidates(ex, ctx.rule_claim.hardware.get("storage")))
         out.hardware["storage"] = best.value if best is not None else None
         facts[:] = [f for f in facts if f.field != "storage"]
         if best is not None:
             facts.append(_fact_for(ex, "storage", best.value, best))
 
 
+def _decide_filesystem(ctx: RuleContext, fs_m, out: Claim, facts: list[Fact]) -> None:
+    """The filesystem under test: a ranker over the filesystems named (when the model has one)."""
+    if fs_m is not None:
+        ex = ctx.ex
+        cands = fs_candidates(ex, ctx.rule_claim.config.get("filesystem"), out.kind)
+        # an LKP job's filesystem parameter is decisive
+        best = next((c for c in cands if "fs_lkp_pick" in c.feats), None) or _best(fs_m, cands)
+        out.config["filesystem"] = best.value if best is not None else None
+        facts[:] = [f for f in facts if f.field != "filesystem"]
+        if best is not None:
+            facts.append(_fact_for(ex, "filesystem", best.value, best))
+
+
 def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict, cpu_m,
-                  st_m=None) -> None:
+                  st_m=None, fs_m=None) -> None:
     """The gated fields: the rules' value, kept where its gate model accepts it."""
     c = ctx.rule_claim
     ex = ctx.ex
     held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
-        if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None):
+        if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None) \
+                or (name == "filesystem" and fs_m is not None):
             continue
         value = normalise_value(name, c.field_value(name))
         if value is None and held.get(name) is not None:
@@ -421,7 +437,8 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     """Feature sets with their 0/1 targets, per model, for one labelled message
     (used by ``bench/train_model.py``; the same feature code as ``decide``)."""
     ex, c = ctx.ex, ctx.rule_claim
-    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "range_sets", "cpu", "storage"] +
+    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "range_sets", "cpu",
+                                            "storage", "filesystem"] +
                             ["gate_" + f for f in GATED_FIELDS]}
     msg = message_features(ctx)
     pos = bool(label.get("is_regression"))
@@ -448,11 +465,18 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     # the range model learns from whole messages (its pairs need both rankers' scores)
     out["range_sets"] = [(vc, hits["good"], hits["bad"])]
     gold_cpu = label.get("cpu")
-    out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
-                  for cc in cpu_candidates(ex, c.hardware.get("cpu"))]
+    if lkp_machine_cpu(ex) is None:  # (an LKP machine line decides alone)
+        out["cpu"] = [(cc.feats, int(gold_cpu is not None and _gate_match("cpu", cc.value, gold_cpu)))
+                      for cc in cpu_candidates(ex, c.hardware.get("cpu"))]
     gold_st = label.get("storage")
+    # (trained on LKP reports too, though their disk parameter decides alone at run time: their
+    # "disk: 1HDD" lines teach what a storage phrase in a setup looks like)
     out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
                       for sc in storage_candidates(ex, c.hardware.get("storage"))]
+    gold_fs = (label.get("filesystem") or "").lower()
+    fcs = fs_candidates(ex, c.config.get("filesystem"), label.get("kind"))
+    if not any("fs_lkp_pick" in fc.feats for fc in fcs):  # (an LKP parameter decides alone)
+        out["filesystem"] = [(fc.feats, int(fc.norm == gold_fs)) for fc in fcs]
     held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         value = normalise_value(name, c.field_value(name))

@@ -104,3 +104,68 @@ def test_config_excerpt_whole_config_and_config_diff():
     many = "".join(f"CONFIG_OPTION_{i}=y\n" for i in range(30))
     c = extractors.extract("[REGRESSION] boot hang since v6.8", _config_report(many))
     assert len(c.config["kernel_config"]) == 30
+
+
+LKP_NFS = LKP.replace("\tfs: ext4\n", "\tfs: ext4\n\tfs2: nfsv4\n")
+
+
+def test_lkp_layered_filesystem_parameter_is_the_filesystem_under_test():
+    # an LKP job over NFS: fs2 names the filesystem the test ran on (exported from fs)
+    c = extractors.extract("[linus:master] [nfsd]  0123456789: fio.read_iops -9.1% regression", LKP_NFS)
+    assert c.config["filesystem"] == "nfsv4"
+
+
+def _fs_cands(subject, body):
+    from extractors.hwcands import fs_candidates
+    ex = extractors.pipeline.run(subject, body, learned_stage=False)._.rules.ex
+    return {c.value: c.feats for c in fs_candidates(ex, None)}
+
+
+def test_filesystem_candidates_say_how_each_name_is_written():
+    body = ("Setup: mkfs.xfs -f /dev/sdb, then fio.\n"
+            "[    5.151249] BTRFS: device fsid 04de devid 1\n"
+            "openat(AT_FDCWD, \"/mnt/f\", O_RDWR) = -1 EROFS (Read-only file system)\n"
+            "   11:12   100%   ltp/1HDD-ext4-syscalls_part4/vm-snb\n")
+    cands = _fs_cands("[ext3] 0123456789: aim7.jobs-per-min -9% regression", body)
+    assert "fsrc:setup" in cands["xfs"]
+    assert "fsrc:log" in cands["btrfs"]
+    assert "fsrc:lkp_path" in cands["ext4"]
+    assert "fsrc:subj_tag" in cands["ext3"]
+    assert "erofs" not in cands  # the errno, not the filesystem
+
+
+def test_storage_candidates_keep_a_counted_drive_array_whole():
+    from extractors.hwcands import storage_candidates
+    ex = extractors.pipeline.run("x", "The box has a 20 drive array (raid6) for the data.\n", learned_stage=False)._.rules.ex
+    assert "20 drive array" in {c.value for c in storage_candidates(ex, None)}
+
+
+def test_lkp_machine_line_gives_the_cpu_as_the_robot_writes_it():
+    body = LKP.replace("Intel(R) Xeon(R) Platinum 8260L CPU @ 2.40GHz (Cascade Lake)", "Cooper Lake")
+    c = extractors.extract("[linus:master] [block]  0123456789: fio.read_iops -9.1% regression", body)
+    assert c.hardware["cpu"] == "Cooper Lake"
+
+
+def test_lkp_disk_in_a_test_path_is_the_storage():
+    body = LKP.replace("\tdisk: 2SSD\n", "") + (
+        "\ncompiler/disk/fs/kconfig/rootfs/tbox_group/testcase:\n"
+        "  gcc-12/1HDD/ext4/x86_64-rhel-8.3/debian-12-x86_64.cgz/lkp-icl-2sp6/fio-basic\n")
+    c = extractors.extract("[linus:master] [block]  0123456789: fio.read_iops -9.1% regression", body)
+    assert c.hardware["storage"] == "1HDD"
+
+
+def test_storage_model_names_of_cpus_are_not_drives():
+    from extractors.hwcands import storage_candidates
+    ex = extractors.pipeline.run("x", "Seen on an IBM Power11 LPAR and an Intel Xeon 6248 box.\n",
+                                 learned_stage=False)._.rules.ex
+    assert not {c.value for c in storage_candidates(ex, None)}
+
+
+def test_config_options_tested_in_code_and_quoted_config_values():
+    body = ("Since 6.1 the box fails to boot, 6.0 worked. The patch did:\n"
+            ">>> +#ifdef CONFIG_X86\n>>> -#if IS_REACHABLE(CONFIG_FB)\n"
+            "I use CONFIG_PREEMPT=y.\n#\n# Automatically generated file; DO NOT EDIT.\n"
+            "# Linux/x86 5.15.0 Kernel Configuration\n#\n"
+            "CONFIG_CC_VERSION_TEXT=\"gcc (GCC) 10.2.1 20201125\"\nCONFIG_CC_IS_GCC=y\nCONFIG_GCC_VERSION=100201\n")
+    c = extractors.extract("[REGRESSION] boot fails in 6.1", body)
+    assert c.config["kernel_config"] == ["CONFIG_PREEMPT=y"]
