@@ -45,7 +45,6 @@ def regression_score(ex: Extractor, culprit: CommitGroup | None, good, bad, meas
     s = 0.0
     why: list[str] = []
     subj = ex.subject
-    clean = ex.clean
     mt = ex.mt
     own = own_text(mt)
     own_low = fold(own)
