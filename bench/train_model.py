@@ -53,6 +53,11 @@ THRESHOLDS = {"is_regression": 0.5, "kind": 0.5, "culprit": 0.4, "good": 0.8, "b
 # (bench/tune_thresholds.py --only gate_metric, fourth run of 2026-11-24); 0.7 (P 0.955 R 0.605)
 # drops the hand-written test's "open_close_ns, lower is better" metric
 THRESHOLDS["gate_metric"] = 0.65
+# subsystem: a ranker over every area the message points to, at every depth its evidence supports
+# (learned._decide_subsystem, replacing the gate over the rule cascade's one area); 0.8 is where its
+# pooled 5-fold CV precision reaches 0.9 (the labels name one area at several depths, "mm" or
+# "mm/vmscan" for an "mm: vmscan:" culprit, so lower thresholds buy recall with depth mismatches)
+THRESHOLDS["subsystem"] = 0.8
 # good / bad: the threshold of an end that forms an ordered range with the other end (alone: good
 # 0.8, bad 0.7; in a pair: good 0.75, bad 0.65; with the range-context features CV precision and
 # recall are above those of 0.8 / 0.65 / 0.65; no setting reaches CV precision 0.9 without losing

@@ -37,10 +37,10 @@ from . import patterns as P
 from .boards import arch_guess
 from .claim import Claim, Fact
 from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
-                       cpu_candidates, gate_features, message_features, norm_version, prefix_is_value,
+                       cpu_candidates, gate_features, subsystem_candidates, message_features, norm_version, prefix_is_value,
                        version_candidates, version_features, version_order)
 from .hwcands import storage_candidates
-from .subsystems import title_near_commit
+from .subsystems import canonical, title_near_commit
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
 
@@ -132,6 +132,7 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     _decide_cpu(ctx, cpu_m, out, facts)
     _decide_storage(ctx, model.get("storage"), out, facts)
     _decide_gated(ctx, model, out, facts, old, cpu_m, model.get("storage"))
+    _decide_subsystem(ctx, model.get("subsystem"), out, facts)
     _decide_arch(ctx, model, out, facts, old)
     out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
     out.facts = facts
@@ -208,6 +209,19 @@ def _decide_storage(ctx: RuleContext, st_m, out: Claim, facts: list[Fact]) -> No
             facts.append(_fact_for(ex, "storage", best.value, best))
 
 
+def _decide_subsystem(ctx: RuleContext, sub_m, out: Claim, facts: list[Fact]) -> None:
+    """The subsystem: a ranker over every area the message points to, at every depth its
+    evidence supports (when the model has one; else the gate in ``_decide_gated``)."""
+    if sub_m is None:
+        return
+    ex = ctx.ex
+    best = _best(sub_m, subsystem_candidates(ex, ctx.rule_claim, out.kind))
+    out.subsystem = best.value if best is not None else None
+    facts[:] = [f for f in facts if f.field != "subsystem"]
+    if best is not None:
+        facts.append(Fact("subsystem", best.value, "Subject: " + (ex.subject or ""), -1, -1, 0))
+
+
 def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict, cpu_m,
                   st_m=None) -> None:
     """The gated fields: the rules' value, kept where its gate model accepts it."""
@@ -215,7 +229,8 @@ def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact],
     ex = ctx.ex
     held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
-        if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None):
+        if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None) \
+                or (name == "subsystem" and model.get("subsystem") is not None):
             continue
         value = normalise_value(name, c.field_value(name))
         if value is None and held.get(name) is not None:
@@ -403,7 +418,8 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     """Feature sets with their 0/1 targets, per model, for one labelled message
     (used by ``bench/train_model.py``; the same feature code as ``decide``)."""
     ex, c = ctx.ex, ctx.rule_claim
-    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "cpu", "storage"] +
+    out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "cpu", "storage",
+                                            "subsystem"] +
                             ["gate_" + f for f in GATED_FIELDS]}
     msg = message_features(ctx)
     pos = bool(label.get("is_regression"))
@@ -433,6 +449,9 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     gold_st = label.get("storage")
     out["storage"] = [(sc.feats, int(gold_st is not None and _gate_match("storage", sc.value, gold_st)))
                       for sc in storage_candidates(ex, c.hardware.get("storage"))]
+    gold_sub = label.get("subsystem")
+    out["subsystem"] = [(sc.feats, int(gold_sub is not None and _gate_match("subsystem", sc.value, gold_sub)))
+                        for sc in subsystem_candidates(ex, c, label.get("kind"))]
     held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         value = normalise_value(name, c.field_value(name))
@@ -462,6 +481,6 @@ def _gate_match(name: str, pred, gold) -> bool:
     if name in ("cpu", "memory", "storage", "metric"):
         return p == g or ((p in g or g in p) and 2 * min(len(p), len(g)) >= max(len(p), len(g)))
     if name == "subsystem":
-        alias = {"sched": "kernel/sched", "locking": "kernel/locking", "rcu": "kernel/rcu"}
-        return alias.get(p.strip("/"), p.strip("/")) == alias.get(g.strip("/"), g.strip("/"))
+        # a core-kernel area's short name and its path are one name ("sched" = "kernel/sched")
+        return canonical(p.strip("/")) == canonical(g.strip("/"))
     return p == g
