@@ -499,6 +499,14 @@ def prefix_is_value(title: str, value: str) -> bool:
 TITLE_PREFIX = re.compile(r"^(?:subject:\s*)?(?:(?:re|fwd?|aw)\s*:\s*)*(?:\[[^\]]*\]\s*)*([\w.-]+(?:/[\w.-]+)*)\s*:")
 
 
+_SECOND_PART = re.compile(r"^[^:]{1,40}:\s*[\w.-]+(?:/[\w.-]+)*\s*:")
+
+
+def one_part_prefix(title: str | None) -> bool:
+    """A title with one area prefix ("mm: change ..."), not several ("mm: vmscan: ...")."""
+    return bool(title) and _SECOND_PART.match(title) is None
+
+
 _TITLE_SOURCES = ("culprit_title", "title_near_commit", "robot_tag", "quoted_title", "subject_title")
 
 
@@ -527,6 +535,7 @@ def subsystem_candidates(ex, claim: Claim, kind: str | None) -> list[Candidate]:
     subj = (ex.subject or "").lower()
     n = len(found)
     subj_words = {f"s:{t}" for t in words(ex.subject or "", 300)}
+    one_part = one_part_prefix(claim.culprit_subject)
     for c in found.values():
         f = c.feats
         f.add("bias_sub")
@@ -565,6 +574,8 @@ def subsystem_candidates(ex, claim: Claim, kind: str | None) -> list[Candidate]:
         f.add(f"name_in_subject={named}")
         f.add(f"prefix_literal={prefix_is_value(claim.culprit_subject or '', c.norm)}:"
               f"{prefix_is_value(ex.subject or '', c.norm)}")
+        if one_part and prefix_is_value(claim.culprit_subject, c.norm):
+            f.add("culprit_one_part_as_written")  # "mm: change ..." -> mm; "drm/xe: ..." -> drivers/gpu/drm/xe
         if c.norm == rule:
             f.add("rule")
             f.add(f"rule_src={rule_src}")

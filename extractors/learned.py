@@ -37,8 +37,8 @@ from . import patterns as P
 from .boards import arch_guess
 from .claim import Claim, Fact
 from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
-                       cpu_candidates, gate_features, subsystem_candidates, message_features, norm_version, prefix_is_value,
-                       version_candidates, version_features, version_order)
+                       cpu_candidates, gate_features, message_features, norm_version, one_part_prefix, prefix_is_value,
+                       subsystem_candidates, version_candidates, version_features, version_order)
 from .hwcands import storage_candidates
 from .subsystems import canonical, title_near_commit
 
@@ -215,11 +215,16 @@ def _decide_subsystem(ctx: RuleContext, sub_m, out: Claim, facts: list[Fact]) ->
     if sub_m is None:
         return
     ex = ctx.ex
-    best = _best(sub_m, subsystem_candidates(ex, ctx.rule_claim, out.kind))
+    c = ctx.rule_claim
+    best = _best(sub_m, subsystem_candidates(ex, c, out.kind))
     out.subsystem = best.value if best is not None else None
+    if best is None and c.subsystem and _from_culprit_title(ex, c, out) and one_part_prefix(c.culprit_subject):
+        # the one-word area prefix, as written, of the blamed commit's own title ("mm: ...",
+        # "drm/xe: ..."; not "mm: vmscan: ...", which reports name at either depth)
+        out.subsystem = c.subsystem
     facts[:] = [f for f in facts if f.field != "subsystem"]
-    if best is not None:
-        facts.append(Fact("subsystem", best.value, "Subject: " + (ex.subject or ""), -1, -1, 0))
+    if out.subsystem is not None:
+        facts.append(Fact("subsystem", out.subsystem, "Subject: " + (ex.subject or ""), -1, -1, 0))
 
 
 def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict, cpu_m,
