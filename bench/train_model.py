@@ -89,6 +89,14 @@ PAIR_THRESHOLDS = {"good": 0.8, "bad": 0.7}
 THRESHOLDS["range_pair"] = 0.6
 THRESHOLDS["good"] = 0.75
 THRESHOLDS["bad"] = 0.75
+# subsystem: a ranker over every area the message points to, at every depth its evidence supports
+# (learned._decide_subsystem, replacing the gate over the rule cascade's one area). The labels name one
+# area at several depths ("mm" or "mm/vmscan" for an "mm: vmscan:" culprit), so confidence buys
+# precision slowly (bench/tune_thresholds.py --only subsystem, 5-fold CV over train+dev of 2026-11-25,
+# 1,039 messages, with the one-word culprit-prefix rule of _decide_subsystem that the tests' clear
+# cases need): P 0.776 R 0.394 at 0.5 (the old gate: P 0.73 R 0.36), 0.876 / 0.251 at 0.8,
+# 0.895 / 0.220 at 0.85, 0.885 / 0.175 at 0.9, 0.921 / 0.151 at 0.95
+THRESHOLDS["subsystem"] = 0.85
 GATE_THRESHOLD = 0.35
 # features given a larger value at training time (the shipped weight is the learned weight times
 # the value, so run time still adds one weight per feature present): a weaker L2 penalty for a few

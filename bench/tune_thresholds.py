@@ -29,8 +29,8 @@ from extractors.pipeline import run  # noqa: E402
 # ("good.pair": the pair threshold of the good ranker, see learned.choose_range)
 FIELD_OF = {"is_regression": ["is_regression"], "culprit": ["culprit"], "good": ["good"], "bad": ["bad"],
             "good.pair": ["good", "bad"], "bad.pair": ["good", "bad"],
-            "cpu": ["cpu"], **{f"gate_{f}": [f] for f in learned.GATED_FIELDS if f != "cpu"}}
-GRID = [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
+            "cpu": ["cpu"], "storage": ["storage"], "subsystem": ["subsystem"], **{f"gate_{f}": [f] for f in learned.GATED_FIELDS if f != "cpu"}}
+GRID = [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
 
 
 def main(argv=None) -> int:

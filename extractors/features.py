@@ -608,3 +608,90 @@ def prefix_is_value(title: str, value: str) -> bool:
 
 # the area prefix of a title: "mm/slub: ...", "[REGRESSION] ext4: ...", "Re: [PATCH] drm/i915: ..."
 TITLE_PREFIX = re.compile(r"^(?:subject:\s*)?(?:(?:re|fwd?|aw)\s*:\s*)*(?:\[[^\]]*\]\s*)*([\w.-]+(?:/[\w.-]+)*)\s*:")
+
+
+_SECOND_PART = re.compile(r"^[^:]{1,40}:\s*[\w.-]+(?:/[\w.-]+)*\s*:")
+
+
+def one_part_prefix(title: str | None) -> bool:
+    """A title with one area prefix ("mm: change ..."), not several ("mm: vmscan: ...")."""
+    return bool(title) and _SECOND_PART.match(title) is None
+
+
+_TITLE_SOURCES = ("culprit_title", "title_near_commit", "robot_tag", "quoted_title", "subject_title")
+
+
+def subsystem_candidates(ex, claim: Claim, kind: str | None) -> list[Candidate]:
+    """The areas the message points to (``subsystems.candidates``), one candidate per area,
+    with what the subsystem ranker weighs: every source it came from, how often, its depth and
+    top directory, whether a coarser or finer area is also named, whether the area's name is
+    written in the subject, and whether the rule cascade chose it."""
+    from . import kernel_paths
+    from .subsystems import candidates
+
+    own = "\n".join(u.text for u in ex.mt.units if u.depth == 0)
+    pairs = candidates(ex.subject, claim.culprit_subject, ex.clean, claim.config.get("filesystem"), kind,
+                       ex.robot_subject, claim.culprit_commit, own)
+    found: dict[str, Candidate] = {}
+    order: dict[str, int] = {}
+    for area, src in pairs:
+        c = found.setdefault(area.lower(), Candidate(area, [], set(), area.lower()))
+        order.setdefault(c.norm, len(order))
+        c.spans.append((-1, -1, True))
+        c.feats.add(f"src:{src}")
+        c.feats.add(f"srcbase:{src.split(':')[0].rstrip('23')}")
+    titled = {c.norm for c in found.values() if any(x.split(":")[1] in _TITLE_SOURCES for x in c.feats)}
+    rule = (claim.subsystem or "").lower()
+    rule_src = (getattr(ex, "subsystem_source", None) or "None").split("+")[0]
+    subj = (ex.subject or "").lower()
+    n = len(found)
+    subj_words = {f"s:{t}" for t in words(ex.subject or "", 300)}
+    one_part = one_part_prefix(claim.culprit_subject)
+    for c in found.values():
+        f = c.feats
+        f.add("bias_sub")
+        f |= subj_words
+        bases = {x for x in f if x.startswith("srcbase:")}
+        f.add(f"nsrc={min(len(bases), 3)}")
+        f.add(f"count={min(len(c.spans), 4)}")
+        f.add(f"ncands={min(n, 5)}")
+        f.add(f"first={order[c.norm] == 0}")
+        parts = c.norm.count("/") + 1
+        f.add(f"parts={min(parts, 4)}")
+        f.add(f"top={c.norm.split('/')[0]}")
+        f.add(f"kind={kind}")
+        if ex.is_robot:
+            f.add("robot")
+        finer = any(o != c.norm and o.startswith(c.norm + "/") for o in found)
+        coarser = any(o != c.norm and c.norm.startswith(o + "/") for o in found)
+        f.add(f"finer={finer}")
+        f.add(f"coarser={coarser}")
+        # the same relations among the areas of commit titles and robot tags only
+        if c.norm in titled:
+            f.add(f"tfiner={any(o != c.norm and o.startswith(c.norm + '/') for o in titled)}")
+            f.add(f"tcoarser={any(o != c.norm and c.norm.startswith(o + '/') for o in titled)}")
+            f.add(f"tfiner={any(o != c.norm and o.startswith(c.norm + '/') for o in titled)}:robot={ex.is_robot}")
+        f.add(f"top={c.norm.split('/')[0]}:parts={min(parts, 4)}")
+        # the area itself: how consistently reports name it at this depth is learnt per area
+        f.add(f"val={c.norm}")
+        f.add(f"last={c.norm.rsplit('/', 1)[-1]}")
+        full = c.norm if "/" in c.norm and c.norm.split("/")[0] in ("arch", "drivers", "fs", "net", "mm", "block",
+                                                                     "lib", "sound", "kernel", "security",
+                                                                     "crypto", "virt", "io_uring", "tools") \
+            else "kernel/" + c.norm
+        f.add(f"isdir={kernel_paths.tree().is_dir(full) or kernel_paths.tree().is_dir(c.norm)}")
+        last = c.norm.rsplit("/", 1)[-1]
+        named = re.search(r"(?<![a-z0-9])" + re.escape(last) + r"(?![a-z])", subj) is not None
+        f.add(f"name_in_subject={named}")
+        f.add(f"prefix_literal={prefix_is_value(claim.culprit_subject or '', c.norm)}:"
+              f"{prefix_is_value(ex.subject or '', c.norm)}")
+        if one_part and prefix_is_value(claim.culprit_subject, c.norm):
+            f.add("culprit_one_part_as_written")  # "mm: change ..." -> mm; "drm/xe: ..." -> drivers/gpu/drm/xe
+        if c.norm == rule:
+            f.add("rule")
+            f.add(f"rule_src={rule_src}")
+        for x in list(bases):
+            f.add(f"{x}:parts={min(parts, 4)}")
+            f.add(f"{x}:kind={kind}")
+            f.add(f"{x}:robot={ex.is_robot}")
+    return list(found.values())

@@ -41,10 +41,11 @@ from .boards import arch_guess
 from .claim import Claim, Fact
 from .features import (HEX_FULL, Candidate, add_rule_versions, commit_candidates, commit_range_candidates,
                        cpu_candidates, gate_features, lkp_machine_cpu, message_features, norm_version,
-                       prefix_is_value, range_order, version_candidates, version_features, version_order)
+                       one_part_prefix, prefix_is_value, range_order, subsystem_candidates, version_candidates,
+                       version_features, version_order)
 from .hwcands import fs_candidates, lkp_disk, storage_candidates
 from .rangefeats import pair_options
-from .subsystems import title_near_commit
+from .subsystems import canonical, title_near_commit
 
 MODEL_FILE = Path(__file__).resolve().parent / "data" / "model.json"
 
@@ -137,6 +138,7 @@ def decide(ctx: RuleContext, model: Model) -> Claim:
     _decide_storage(ctx, model.get("storage"), out, facts)
     _decide_filesystem(ctx, model.get("filesystem"), out, facts)
     _decide_gated(ctx, model, out, facts, old, cpu_m, model.get("storage"), model.get("filesystem"))
+    _decide_subsystem(ctx, model.get("subsystem"), out, facts)
     _decide_arch(ctx, model, out, facts, old)
     out.config["kernel_config"] = list(c.config.get("kernel_config") or [])
     out.facts = facts
@@ -227,6 +229,24 @@ def _decide_filesystem(ctx: RuleContext, fs_m, out: Claim, facts: list[Fact]) ->
             facts.append(_fact_for(ex, "filesystem", best.value, best))
 
 
+def _decide_subsystem(ctx: RuleContext, sub_m, out: Claim, facts: list[Fact]) -> None:
+    """The subsystem: a ranker over every area the message points to, at every depth its
+    evidence supports (when the model has one; else the gate in ``_decide_gated``)."""
+    if sub_m is None:
+        return
+    ex = ctx.ex
+    c = ctx.rule_claim
+    best = _best(sub_m, subsystem_candidates(ex, c, out.kind))
+    out.subsystem = best.value if best is not None else None
+    if best is None and c.subsystem and _from_culprit_title(ex, c, out) and one_part_prefix(c.culprit_subject):
+        # the one-word area prefix, as written, of the blamed commit's own title ("mm: ...",
+        # "drm/xe: ..."; not "mm: vmscan: ...", which reports name at either depth)
+        out.subsystem = c.subsystem
+    facts[:] = [f for f in facts if f.field != "subsystem"]
+    if out.subsystem is not None:
+        facts.append(Fact("subsystem", out.subsystem, "Subject: " + (ex.subject or ""), -1, -1, 0))
+
+
 def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], old: dict, cpu_m,
                   st_m=None, fs_m=None) -> None:
     """The gated fields: the rules' value, kept where its gate model accepts it."""
@@ -235,7 +255,8 @@ def _decide_gated(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact],
     held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         if name == "arch" or (name == "cpu" and cpu_m is not None) or (name == "storage" and st_m is not None) \
-                or (name == "filesystem" and fs_m is not None):
+                or (name == "filesystem" and fs_m is not None) \
+                or (name == "subsystem" and model.get("subsystem") is not None):
             continue
         value = normalise_value(name, c.field_value(name))
         if value is None and held.get(name) is not None:
@@ -438,7 +459,7 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     (used by ``bench/train_model.py``; the same feature code as ``decide``)."""
     ex, c = ctx.ex, ctx.rule_claim
     out: dict[str, list] = {k: [] for k in ["is_regression", "kind", "culprit", "good", "bad", "range_sets", "cpu",
-                                            "storage", "filesystem"] +
+                                            "storage", "filesystem", "subsystem"] +
                             ["gate_" + f for f in GATED_FIELDS]}
     msg = message_features(ctx)
     pos = bool(label.get("is_regression"))
@@ -477,6 +498,9 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
     fcs = fs_candidates(ex, c.config.get("filesystem"), label.get("kind"))
     if not any("fs_lkp_pick" in fc.feats for fc in fcs):  # (an LKP parameter decides alone)
         out["filesystem"] = [(fc.feats, int(fc.norm == gold_fs)) for fc in fcs]
+    gold_sub = label.get("subsystem")
+    out["subsystem"] = [(sc.feats, int(gold_sub is not None and _gate_match("subsystem", sc.value, gold_sub)))
+                        for sc in subsystem_candidates(ex, c, label.get("kind"))]
     held = getattr(ex, "held_measure", None) or {}
     for name in GATED_FIELDS:
         value = normalise_value(name, c.field_value(name))
@@ -506,6 +530,6 @@ def _gate_match(name: str, pred, gold) -> bool:
     if name in ("cpu", "memory", "storage", "metric"):
         return p == g or ((p in g or g in p) and 2 * min(len(p), len(g)) >= max(len(p), len(g)))
     if name == "subsystem":
-        alias = {"sched": "kernel/sched", "locking": "kernel/locking", "rcu": "kernel/rcu"}
-        return alias.get(p.strip("/"), p.strip("/")) == alias.get(g.strip("/"), g.strip("/"))
+        # a core-kernel area's short name and its path are one name ("sched" = "kernel/sched")
+        return canonical(p.strip("/")) == canonical(g.strip("/"))
     return p == g

@@ -37,17 +37,22 @@ def pct_change(good: float, bad: float) -> float | None:
     return round((bad - good) / abs(good) * 100.0, 1)
 
 
+_REPLY_MARKS = re.compile(r"^\s*(?:(?:Re|Fwd?|AW|SV)\s*:\s*)+", re.I)
+
+
 def robot_facts(ex: Extractor):
     """(metric, percent, kind-word) from a robot subject or body, and the robot commit pair."""
     metric = pct = None
     span = None
     m = ex.robot_subject
-    if m:
-        metric, pct = m.group(2), float(m.group(3))
-        if not re.match(r"[+-]", m.group(3)) and pct > 0:
+    # a reply to a robot report keeps its subject after the reply marker ("Re: <sha>: <metric> -8% regression")
+    sm = m or P.ROBOT_SUBJECT.search(_REPLY_MARKS.sub("", ex.subject or "", count=1))
+    if sm:
+        metric, pct = sm.group(2), float(sm.group(3))
+        if not re.match(r"[+-]", sm.group(3)) and pct > 0:
             # newer robot subjects drop the sign: a "regression" is a drop of a throughput-like metric
             # and a rise of a time-like one; an "improvement" the reverse
-            down = (m.group(4).lower() == "regression") != bool(P.TIME_METRIC.search(metric))
+            down = (sm.group(4).lower() == "regression") != bool(P.TIME_METRIC.search(metric))
             pct = -pct if down else pct
     mb = ex.mt.search(P.ROBOT_BODY)
     if mb:

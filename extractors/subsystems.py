@@ -461,3 +461,206 @@ def subsystem_with_source(subject: str, culprit_subject: str | None, clean: str,
         if count(rx) >= 2:
             return name, "keyword"
     return None, None
+
+
+# ------------------------------------------------------------------------------ candidates
+# Every area the message's evidence points to, with where it came from, for the subsystem
+# ranker (``learned``): the cascade above picks the first by a fixed order; the ranker weighs
+# them all, at every depth the evidence supports (a title's area, the area the table names,
+# the file the prefix names: "mm: vmscan:" -> mm and mm/vmscan).
+
+_PATH_TRACE = re.compile(r"\.[chS]:\d+|\+0x[0-9a-f]+|\bRIP:|\bat\s+\S+\.[ch]\b")
+_PATH_DIFFSTAT = re.compile(r"\|\s*\d+\s*[-+]*\s*$")
+_PATH_DIFF = re.compile(r"^\s*(?:---|\+\+\+|diff )")
+_PATH_BUILD = re.compile(r"\b(?:error|warning|undefined reference|ERROR|WARNING)\b")
+
+
+def _title_file(title: str, area: str | None) -> str | None:
+    """The source file a title's prefix names inside its area ("mm: vmscan:" -> mm/vmscan,
+    "sched/fair:" -> kernel/sched/fair, "shmem:" -> mm/shmem), else None."""
+    if not area:
+        return None
+    m = _PREFIX_PARTS.match(title.strip())
+    if not m:
+        return None
+    words = [w.strip() for w in re.split(r"[:/,]", m.group(1)) if w.strip()]
+    for w in reversed(words):
+        if not re.fullmatch(r"[A-Za-z0-9_.+-]{2,30}", w) or w.lower() in area.lower().split("/"):
+            continue
+        found = kernel_paths.tree().file_dir(w, area)
+        if found is None:
+            continue
+        d, spelt = found
+        if d == area and not kernel_paths.tree().is_dir(f"{d}/{spelt}"):
+            return f"{d}/{spelt}"
+        return None
+    return None
+
+
+_REVERT = re.compile(r"^\s*Revert\s+[\"\u201c](.+?)[\"\u201d]?\s*$")
+_MERGE = re.compile(r"^\s*Merge\b")
+
+
+def _literal_prefix(title: str) -> list[str]:
+    """The title's prefix as written, as a path at each depth ("mm: vmscan: ..." -> mm,
+    mm/vmscan; "block/mq-deadline: ..." -> block, block/mq-deadline): reports name an area by
+    the words of its commits' titles as often as by its tree path."""
+    m = _PREFIX_PARTS.match(title.strip())
+    if not m:
+        return []
+    words = [w.strip().lower() for w in re.split(r"[:/]", m.group(1)) if w.strip()]
+    if not words or not all(re.fullmatch(r"[a-z0-9][a-z0-9_.+-]{0,30}", w) for w in words):
+        return []
+    return ["/".join(words[:i]) for i in range(1, min(len(words), 3) + 1)]
+
+
+def _robot_tags(subject: str, robot_match) -> list[str]:
+    if robot_match is None:
+        return []
+    tags = re.findall(r"\[([^\]]+)\]", subject[:robot_match.start(1) + 1])
+    return [t for t in tags if not (t.upper() in ("LKP", "PATCH") or ":" in t and "master" in t)]
+
+
+def _path_kind(line: str) -> str:
+    if _PATH_TRACE.search(line):
+        return "trace"
+    if _PATH_DIFFSTAT.search(line) or _PATH_DIFF.search(line):
+        return "diff"
+    if _PATH_BUILD.search(line):
+        return "build"
+    return "prose"
+
+
+def _path_areas(path: str) -> list[tuple[str, str]]:
+    """The areas a source path names, coarsest first: its subsystem (``from_path``), then each
+    directory below it, then the file ("drivers/nvme/host/pci.c" -> drivers/nvme,
+    drivers/nvme/host, drivers/nvme/host/pci)."""
+    base = from_path(path)
+    if base is None:
+        return []
+    out = [(base, "")]
+    parts = path.strip("/").split("/")
+    is_file = not path.endswith("/") and "." in parts[-1]
+    dirs = parts[:-1] if is_file else parts
+    n0 = base.count("/") + 1
+    for i in range(n0 + 1, len(dirs) + 1):
+        out.append(("/".join(dirs[:i]), ":dir"))
+    if is_file and parts[-1].endswith(".c") and len(parts) >= 2:
+        out.append(("/".join(dirs) + "/" + parts[-1][:-2], ":file"))
+    return out
+
+
+_SUBJECT_WORD = re.compile(r"(?<![\w./-])([A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)(?![\w/-])")
+# table words that in a subject are mostly plain English ("power went out", "sound is gone")
+_COMMON_WORDS = {"time", "exit", "signal", "power", "random", "input", "sound", "block", "char", "base", "entry",
+                 "init", "security", "pipe", "packet", "swap", "loop", "fork", "exec", "suspend", "keys", "docs",
+                 "documentation", "smp", "tick", "print", "module", "firmware", "pid", "audit", "can", "ice",
+                 "percpu", "string", "bitmap", "soc", "media", "scripts", "unix", "sock", "bridge", "fs", "net",
+                 "mm", "sched", "perf", "dma", "lib", "proc", "bio", "init", "quota", "aio", "cpu"}
+
+
+_OWN_NAME = re.compile(r"(?<![\w./-])([A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[A-Za-z]+[0-9][A-Za-z0-9]*)(?:\.c|\.ko)?"
+                       r"(?![\w/-])")
+_OWN_TOPS = ("drivers", "sound", "fs", "net", "block", "mm", "lib")
+
+
+def _own_names(own: str) -> list[str]:
+    """Areas named by a driver, module or file name in the author's own text ("i8042",
+    "snd_hda_intel", "ehci-hcd"), once per mention."""
+    out = []
+    seen: dict[str, str | None] = {}
+    for m in _OWN_NAME.finditer(own):
+        w = m.group(1)
+        if len(w) < 4 or len(seen) > 300 and w not in seen:
+            continue
+        if w not in seen:
+            loc = None
+            if not re.fullmatch(r"[0-9a-f]+|[A-Z0-9_]+|CONFIG_\w+|v?\d.*", w):
+                loc = kernel_paths.locate(w)
+            seen[w] = loc if loc and loc.split("/")[0] in _OWN_TOPS else None
+        if seen[w]:
+            out.append(seen[w])
+    return out
+
+
+def candidates(subject: str, culprit_subject: str | None, clean: str, filesystem: str | None,
+               kind: str | None, robot_match, culprit_commit: str | None = None, own: str = ""
+               ) -> list[tuple[str, str]]:
+    """Every (area, source) the message points to, canonical names, in order of strength of
+    source (a title's prefix, a robot's tag, paths, names in the subject, keywords, names in
+    the author's own text ``own``); an area may come more than once."""
+    subject = subject or ""
+    out: list[tuple[str, str]] = []
+
+    def add(area: str | None, src: str) -> None:
+        a = canonical(area)
+        if a:
+            out.append((a, src))
+
+    titles: list[tuple[str, str]] = []
+    if culprit_subject:
+        titles.append((culprit_subject, "culprit_title"))
+    t = title_near_commit(clean, culprit_commit)
+    if t:
+        titles.append((t, "title_near_commit"))
+    titles += [(tag + ": x", "robot_tag") for tag in _robot_tags(subject, robot_match)]
+    m = re.search(r"[\"\u201c]([^\"\u201d]{8,120})[\"\u201d]", subject)
+    if m:
+        titles.append((m.group(1), "quoted_title"))
+    titles.append((_subject_title(subject), "subject_title"))
+    for title, src in titles:
+        rv = _REVERT.match(title)
+        if rv:
+            title = rv.group(1)  # a revert is in the area of the commit it reverts
+        elif _MERGE.match(title):
+            continue  # a merge's title names branches, not an area ("Merge branch into tip/master: ...")
+        s = specific_prefix(title)
+        if s is None:
+            continue
+        add(s, src)
+        coarse = from_prefix(title)
+        if coarse and coarse != s:
+            add(coarse, src + ":coarse")
+        add(_title_file(title, s), src + ":file")
+        lits = _literal_prefix(title)
+        for lit in lits:
+            add(lit, src + (":litfull" if lit == lits[-1] else ":lit"))
+    for pm in PATH_RE.finditer(clean[:30000]):
+        ls = clean.rfind("\n", 0, pm.start()) + 1
+        le = clean.find("\n", pm.end())
+        how = _path_kind(clean[ls:le if le >= 0 else len(clean)])
+        for area, depth in _path_areas(pm.group(1)):
+            add(area, "path_" + how + depth)
+    st = _subject_title(subject)
+    for dm in DRIVER_WORDS.finditer(st):
+        w = dm.group(1).lower()
+        s = PREFIX.get(w) or FS_PREFIX.get(w)
+        if s:
+            add(s, "subject_driver")
+            fine = specific_prefix(f"{w}: x")
+            if fine and fine != s:
+                add(fine, "subject_driver:fine")
+    add(_subject_tree_word(st), "subject_tree")
+    for wm in _SUBJECT_WORD.finditer(st):
+        w = wm.group(1)
+        low = w.lower()
+        if low in _NOT_AREAS or low in _COMMON_WORDS or not (w.isupper() or re.search(r"[0-9_]", w) or len(w) >= 4):
+            continue
+        add(PREFIX.get(low) or FS_PREFIX.get(low), "subject_word")
+    head = clean[:8000]
+    head_low = scan.fold(head)
+    for rx, name in KEYWORDS:
+        if rx.search(subject):
+            add(name, "keyword_subject")
+        n = len(rx.findall(head)) if scan.may_match(rx, head, head_low) else 0
+        if n >= 2:
+            add(name, "keyword" + ("3" if n >= 3 else "2"))
+    if filesystem and kind == "performance":
+        fs = FS_PREFIX.get(filesystem.lower().strip())
+        add(fs if fs and fs.startswith("fs/") else "fs", "fs_perf")
+    for area in _own_names(own[:20000]):
+        add(area, "own_name")
+        coarse = from_path(area + "/")
+        if coarse and coarse != area:
+            add(coarse, "own_name:coarse")
+    return out

@@ -218,3 +218,10 @@ def test_metric_from_the_same_rate_unit_on_two_measured_ranges():
             "after updating to 6.7 I only get 610-640MB/sec, so this is a clear regression.\n")
     c = extract("network copy speed regression in 6.7", body)
     assert c.is_regression and c.metric == "MB/s"
+
+
+def test_reply_to_a_robot_report_keeps_its_subject_metric():
+    body = ("On Wed, Feb 24, 2021 Someone wrote:\n> One of the reasons is the spin lock.\n\n"
+            "Yeah, that should be an atomic type, the lock is contended.\n")
+    c = extract("Re: d28296d248: stress-ng.sigsegv.ops_per_sec -82.7% regression", body)
+    assert c.metric == "stress-ng.sigsegv.ops_per_sec" and c.change_percent == -82.7

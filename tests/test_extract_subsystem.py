@@ -188,3 +188,40 @@ def test_subject_naming_a_driver_by_its_tree_name():
 
 def test_filesystem_measured_on_makes_fs_finer():
     assert subsystem_for("fsync heavy workload got slower", None, "x", "xfs", "performance", None) == "fs/xfs"
+
+
+# the subsystem ranker's candidates (subsystems.candidates): every area, at every depth the evidence supports
+def _cands(subject, culprit_subject=None, clean="x", own=""):
+    from extractors.subsystems import candidates
+
+    return candidates(subject, culprit_subject, clean, None, "functional", None, None, own)
+
+
+def test_candidates_offer_a_title_area_at_each_depth():
+    got = _cands("slow reclaim since 3.11", "mm: vmscan: obey proportional scanning requirements")
+    assert ("mm", "culprit_title") in got
+    assert ("mm/vmscan", "culprit_title:file") in got           # the file the prefix names
+    assert ("mm/vmscan", "culprit_title:litfull") in got        # the prefix as written
+    got = _cands("hackbench slower", "block/mq-deadline: use separate insertion lists")
+    assert ("block", "culprit_title") in got and ("block/mq-deadline", "culprit_title:litfull") in got
+
+
+def test_candidates_from_paths_keep_where_the_path_was_written():
+    clean = ("The warning comes from drivers/nvme/host/pci.c:1234\n"
+             "I think drivers/nvme/host/core.c has the bug.\n")
+    got = _cands("timeouts", clean=clean)
+    assert ("drivers/nvme", "path_trace") in got and ("drivers/nvme/host/pci", "path_trace:file") in got
+    assert ("drivers/nvme", "path_prose") in got and ("drivers/nvme/host", "path_prose:dir") in got
+
+
+def test_candidates_from_driver_names_in_the_authors_text():
+    got = _cands("keyboard dead after upgrade", own="Booting with i8042.nopnp makes the i8042 work again.")
+    assert ("drivers/input/serio", "own_name") in got and ("drivers/input", "own_name:coarse") in got
+    assert _cands("keyboard dead", own="nothing named here") == []
+
+
+def test_subsystem_ranker_picks_the_culprit_titles_filesystem():
+    body = ("Hi,\n\nsince v6.8 fs_mark on XFS is 20% slower. I bisected it to\n"
+            "commit 0123456789ab (\"xfs: log less\").\nReverting it restores the numbers.\n")
+    c = extractors.extract("[REGRESSION] fs_mark 20% slower since v6.8", body)
+    assert c.is_regression and c.subsystem == "fs/xfs"
