@@ -45,8 +45,8 @@ FILL = r"(?:\s|[:\-\[(\"',=#*]|\b(?:the|this|that|a|an|below|following|above|ups
 CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
     (re.compile(r"first bad commit(?:\s+is)?" + FILL, I), 6, "culprit"),
     (re.compile(r"regzbot\s+introduced\s*:?" + FILL, I), 6, "culprit"),
-    (re.compile(r"\bbisect\w*\b[^.\n]{0,60}?\b(?:to|at|down|blames?|points?|identified|found|located|gives?|says|"
-                r"shows?|reveals?|reports?|returned|ends? (?:up )?(?:at|with)|(?:terminated|stopped|landed|converged) "
+    (re.compile(r"\bbisect\w*\b(?:[^.\n]|\.(?=\w)){0,60}?\b(?:to|at|down|blames?|points?|identified|found|located|gives?|says|"
+                r"shows?|reveals?|reports?|returned|suggest(?:s|ed)|ends? (?:up )?(?:at|with)|(?:terminated|stopped|landed|converged) "
                 r"(?:on|at)|came up with|result\w*(?: in)?)" + FILL, I), 5, "culprit"),
     (re.compile(r"\b(?:caused|introduced|triggered|broken|regressed|exposed)\s+"
                 r"(?:(?:directly|indirectly|or|probably|likely|apparently|possibly)\s+){0,4}"
@@ -90,7 +90,7 @@ CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
     (re.compile(r"\bcommit message (?:for|of)\s*$|\bread (?:the )?commit" + FILL, I), -2, "other"),
 ]
 CUL_AFTER: list[tuple[re.Pattern, float]] = [
-    (re.compile(r"^\W*(?:\(HEAD\)\s*)?(?:is|as) the first bad commit", I), 6),
+    (re.compile(r"^\W*(?:\(HEAD\)\s*)?(?:is|as)\s+the\s+first\s+bad\s+commit", I), 6),
     # a later verdict that moves the blame: "... so X is likely the real bad commit" (beats the bisect result)
     (re.compile(r"^[\s\"')]*(?:[^.\n\"]{0,60}[\"')]\s*)?(?:is|was)\s+(?:(?:most\s+)?likely|probably|actually|really|"
                 r"indeed|clearly|definitely)?\s*the\s+(?:(?:real|actual|true)\s+(?:bad\s+commit|culprit|cause)|"

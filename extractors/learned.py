@@ -162,6 +162,10 @@ def _decide_culprit(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact
     cm = model.get("culprit")
     cands = commit_candidates(ex, ctx.groups, ctx.rule_culprit)
     best = _best(cm, cands)
+    if best is not None and "verdict:revised" in best.feats:
+        # a later sentence names another commit the real bad one: the author's own revision
+        # (too rare in the corpus for the ranker to learn) outranks the earlier blame
+        best = next((c for c in cands if "verdict:revises" in c.feats), best)
     if best is not None:
         out.culprit_commit = best.value
         g = next((g for g in ctx.groups if g.hex == best.norm), None)
