@@ -41,7 +41,8 @@ class CommitGroup:
 
 
 FILL = r"(?:\s|[:\-\[(\"',=#*]|\b(?:the|this|that|a|an|below|following|above|upstream|first|bad|commit|patch|" \
-       r"change|sha1?|id|it|is|was|as|to|git|tree|of|one|mainline|problem|issue|regression|kernel|yours)\b)*$"
+       r"change|sha1?|id|it|is|was|as|to|git|tree|of|one|mainline|problem|issue|regression|kernel|yours|" \
+       r"these|those|commits|patches|changes)\b)*$"
 CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
     (re.compile(r"first bad commit(?:\s+is)?" + FILL, I), 6, "culprit"),
     (re.compile(r"regzbot\s+introduced\s*:?" + FILL, I), 6, "culprit"),
@@ -84,6 +85,12 @@ CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
                 + FILL, I), -4, "head"),
     (re.compile(r"\bstill (?:a |the )?(?:regress\w*|there|present|reproduc\w*|see\w*|bad|broken)\s+(?:on|in|at|with)"
                 + FILL, I), -5, "head"),
+    # a CI report's metadata ("Git Commit: <sha>" next to "Git Describe:") names the tested head
+    (re.compile(r"\bgit[ _]commit\s*:\s*$", I), -4, "head"),
+    (re.compile(r"#?regzbot\s+fix(?:ed)?(?:[ -]by)?\s*:?\s*$", I), -6, "fix"),
+    # ids that are no commit of the tree: a format-patch header ("From <sha> Mon Sep 17 ..."), a
+    # diff's index line, a build id
+    (re.compile(r"(?m)^From\s+$|^index\s+$|\b[Bb]uild[- ]?[Ii][Dd]\b[^\n]{0,80}?:?\s*$"), -5, "other"),
     (re.compile(r"(?:#\s*)?good:\s*\[?\s*$|git bisect good\s*$", I), -6, "good"),
     (re.compile(r"(?:#\s*)?(?:bad|skip):\s*\[?\s*$|git bisect (?:bad|start|skip)\s*'?$", I), -3, "bad"),
     (re.compile(r"\b(?:hand[- ])?appl(?:ied|ying)" + FILL, I), -2, "other"),

@@ -388,3 +388,31 @@ def test_later_verdict_marks_the_revised_blame():
     cands = {c.norm: c.feats for c in commit_candidates(rules.ex, rules.groups, rules.rule_culprit)}
     assert "verdict:revised" in cands["1a2b3c4d5e6f"] and "verdict:revises" in cands["9f8e7d6c5b4a"]
     assert extract("Boot hang on 6.4-rc1", body).culprit_commit == "9f8e7d6c5b4a"
+
+
+@pytest.mark.parametrize("body, sha", [
+    # a CI report's metadata names the tested head, a regzbot fix line the fix, a format-patch
+    # header and a diff's index line the patch itself, a build id no commit at all
+    ("Boot test failures on next-20240102.\n\nmetadata:\n  git branch: master\n"
+     "  git commit: 0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d\n  git describe: next-20240102\n",
+     "0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d"),
+    ("The wifi regression is gone with rc4, so this can be closed:\n\n"
+     "#regzbot fix: 5e6f7a8b9c0d (\"wifi: iwlwifi: fix the default version\")\n", "5e6f7a8b9c0d"),
+    ("The raid1 array no longer starts degraded. A patch is below.\n\n"
+     "From 1f2e3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e Mon Sep 17 00:00:00 2001\nFrom: A Hacker <a@example.org>\n",
+     "1f2e3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e"),
+])
+def test_ids_named_in_another_role_are_no_culprit(body, sha):
+    from extractors.features import commit_candidates
+    from extractors.learned import _named_in_another_role
+    from extractors.pipeline import run
+    rules = run("Re: regression on next", body, learned_stage=False)._.rules
+    cands = {c.norm: c for c in commit_candidates(rules.ex, rules.groups, rules.rule_culprit)}
+    assert _named_in_another_role(cands[sha])
+    assert extract("Re: regression on next", body).culprit_commit is None
+
+
+def test_bisected_to_these_commits():
+    body = ("For the write latency problem, I bisected it to these commits:\n\n"
+            "4ad5e6f7 md: count pending writes per cpu\n210a9b8 percpu-refcount: switch to atomic mode\n")
+    assert _rule_culprit("Re: higher write latency since 4.14", body) == "4ad5e6f7"
