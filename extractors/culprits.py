@@ -61,6 +61,9 @@ CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
                 r"\b(?:regression|breakage|problem|failure|slowdown)\s+(?:with|from|since|after)\s+the\s+following\s+"
                 r"(?:commit|patch|change)\b[^.]{0,60}[.:]?\s*$", I), 4, "culprit"),
     (re.compile(r"\bculprit(?:\s+is)?" + FILL, I), 5, "culprit"),
+    # "the patch that introduces this error is:"
+    (re.compile(r"\b(?:patch|commit|change)\s+(?:that|which)\s+(?:introduc\w+|caus\w+|broke|breaks|triggers?)\b"
+                r"[^.\n]{0,40}?\s(?:is|was)" + FILL, I), 5, "culprit"),
     (re.compile(r"\broot[-\s]?cause\b[^.]{0,90}?(?:change|commit|patch)?\s*(?:from\s+[^.]{0,40})?[\"'(:\s]*$", I), 4, "culprit"),
     (re.compile(r"\bBUILD (?:REGRESSION|SUCCESS)\s*$|\b(?:tested|testing) (?:head|tree|branch)\b[^.\n]{0,20}$"), -4, "head"),
     (re.compile(r"\bblames?" + FILL, I), 5, "culprit"),
@@ -97,7 +100,7 @@ CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
     (re.compile(r"\bcommit message (?:for|of)\s*$|\bread (?:the )?commit" + FILL, I), -2, "other"),
 ]
 CUL_AFTER: list[tuple[re.Pattern, float]] = [
-    (re.compile(r"^\W*(?:\(HEAD\)\s*)?(?:is|as)\s+the\s+first\s+bad\s+commit", I), 6),
+    (re.compile(r"^\W*(?:\(HEAD\)\s*)?(?:is|as)\s+(?:the\s+)?first\s+bad\s+commit", I), 6),
     # a later verdict that moves the blame: "... so X is likely the real bad commit" (beats the bisect result)
     (re.compile(r"^[\s\"')]*(?:[^.\n\"]{0,60}[\"')]\s*)?(?:is|was)\s+(?:(?:most\s+)?likely|probably|actually|really|"
                 r"indeed|clearly|definitely)?\s*the\s+(?:(?:real|actual|true)\s+(?:bad\s+commit|culprit|cause)|"

@@ -416,3 +416,10 @@ def test_bisected_to_these_commits():
     body = ("For the write latency problem, I bisected it to these commits:\n\n"
             "4ad5e6f7 md: count pending writes per cpu\n210a9b8 percpu-refcount: switch to atomic mode\n")
     assert _rule_culprit("Re: higher write latency since 4.14", body) == "4ad5e6f7"
+
+
+def test_patch_that_introduces_the_error_is():
+    body = ("Using git bisect, the patch that introduces this build error is:\n\n"
+            " 7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b is first bad commit\n"
+            "diff-tree 7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b (from 0f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6)\n")
+    assert _rule_culprit("Re: compile error in latest git", body) == "7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
