@@ -41,22 +41,36 @@ class CommitGroup:
 
 
 FILL = r"(?:\s|[:\-\[(\"',=#*]|\b(?:the|this|that|a|an|below|following|above|upstream|first|bad|commit|patch|" \
-       r"change|sha1?|id|it|is|was|as|to|git|tree|of|one|mainline|problem|issue|regression|kernel)\b)*$"
+       r"change|sha1?|id|it|is|was|as|to|git|tree|of|one|mainline|problem|issue|regression|kernel|yours|" \
+       r"these|those|commits|patches|changes)\b)*$"
 CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
     (re.compile(r"first bad commit(?:\s+is)?" + FILL, I), 6, "culprit"),
     (re.compile(r"regzbot\s+introduced\s*:?" + FILL, I), 6, "culprit"),
-    (re.compile(r"\bbisect\w*\b[^.\n]{0,60}?\b(?:to|at|down|blames?|points?|identified|found|located|gives?|says|"
-                r"shows?|reveals?|ends? (?:up )?(?:at|with)|came up with|result\w*(?: in)?)" + FILL, I), 5, "culprit"),
-    (re.compile(r"\b(?:caused|introduced|triggered|broken|regressed|exposed)\s+(?:by|with|in)" + FILL, I), 5,
-     "culprit"),
+    (re.compile(r"\bbisect\w*\b(?:[^.\n]|\.(?=\w)){0,60}?\b(?:to|at|down|blames?|points?|identified|found|located|gives?|says|"
+                r"shows?|reveals?|reports?|returned|suggest(?:s|ed)|ends? (?:up )?(?:at|with)|(?:terminated|stopped|landed|converged) "
+                r"(?:on|at)|came up with|result\w*(?: in)?)" + FILL, I), 5, "culprit"),
+    (re.compile(r"\b(?:caused|introduced|triggered|broken|regressed|exposed)\s+"
+                r"(?:(?:directly|indirectly|or|probably|likely|apparently|possibly)\s+){0,4}"
+                r"(?:in\s+v?\d[\w.\-]*\s+)?(?:by|with|in)" + FILL, I), 5, "culprit"),
+    # "I tracked this to commit", "traced it back to", "narrowed it down to the following commit"
+    (re.compile(r"\b(?:tracked|traced|narrowed)\s+(?:(?:it|this|that|the\s+\w+|this\s+\w+)\s+)?(?:back\s+|down\s+)?to"
+                + FILL, I), 4, "culprit"),
+    # a bisect's verdict introduced by its own line: "The result is as follows:" / "regression with
+    # the following commit ..."
+    (re.compile(r"\b(?:result|outcome|output)\s+(?:is|was)\s+(?:as\s+)?follows?\W*$|"
+                r"\b(?:regression|breakage|problem|failure|slowdown)\s+(?:with|from|since|after)\s+the\s+following\s+"
+                r"(?:commit|patch|change)\b[^.]{0,60}[.:]?\s*$", I), 4, "culprit"),
     (re.compile(r"\bculprit(?:\s+is)?" + FILL, I), 5, "culprit"),
+    # "the patch that introduces this error is:"
+    (re.compile(r"\b(?:patch|commit|change)\s+(?:that|which)\s+(?:introduc\w+|caus\w+|broke|breaks|triggers?)\b"
+                r"[^.\n]{0,40}?\s(?:is|was)" + FILL, I), 5, "culprit"),
     (re.compile(r"\broot[-\s]?cause\b[^.]{0,90}?(?:change|commit|patch)?\s*(?:from\s+[^.]{0,40})?[\"'(:\s]*$", I), 4, "culprit"),
     (re.compile(r"\bBUILD (?:REGRESSION|SUCCESS)\s*$|\b(?:tested|testing) (?:head|tree|branch)\b[^.\n]{0,20}$"), -4, "head"),
     (re.compile(r"\bblames?" + FILL, I), 5, "culprit"),
     (re.compile(r"\b(?:originat\w+|comes?|came|stems?)\s+from" + FILL, I), 4, "culprit"),
     (re.compile(r"\bcame up with" + FILL, I), 4, "culprit"),
     (re.compile(r"\bcommit in question" + FILL, I), 3, "culprit"),
-    (re.compile(r"\bdue to" + FILL, I), 3, "culprit"),
+    (re.compile(r"\b(?:due to|because of)" + FILL, I), 3, "culprit"),
     (re.compile(r"\b(?:after|since|with)\s+(?:applying\s+|merging\s+)?(?:the\s+|this\s+)?(?:commit|patch)\s*[:\-]?\s*$",
                 I), 2, "culprit"),
     (re.compile(r"\bstarting (?:at|with|from)" + FILL, I), 2, "culprit"),
@@ -74,13 +88,19 @@ CUL_BEFORE: list[tuple[re.Pattern, float, str]] = [
                 + FILL, I), -4, "head"),
     (re.compile(r"\bstill (?:a |the )?(?:regress\w*|there|present|reproduc\w*|see\w*|bad|broken)\s+(?:on|in|at|with)"
                 + FILL, I), -5, "head"),
+    # a CI report's metadata ("Git Commit: <sha>" next to "Git Describe:") names the tested head
+    (re.compile(r"\bgit[ _]commit\s*:\s*$", I), -4, "head"),
+    (re.compile(r"#?regzbot\s+fix(?:ed)?(?:[ -]by)?\s*:?\s*$", I), -6, "fix"),
+    # ids that are no commit of the tree: a format-patch header ("From <sha> Mon Sep 17 ..."), a
+    # diff's index line, a build id
+    (re.compile(r"(?m)^From\s+$|^index\s+$|\b[Bb]uild[- ]?[Ii][Dd]\b[^\n]{0,80}?:?\s*$"), -5, "other"),
     (re.compile(r"(?:#\s*)?good:\s*\[?\s*$|git bisect good\s*$", I), -6, "good"),
     (re.compile(r"(?:#\s*)?(?:bad|skip):\s*\[?\s*$|git bisect (?:bad|start|skip)\s*'?$", I), -3, "bad"),
     (re.compile(r"\b(?:hand[- ])?appl(?:ied|ying)" + FILL, I), -2, "other"),
     (re.compile(r"\bcommit message (?:for|of)\s*$|\bread (?:the )?commit" + FILL, I), -2, "other"),
 ]
 CUL_AFTER: list[tuple[re.Pattern, float]] = [
-    (re.compile(r"^\W*(?:\(HEAD\)\s*)?is the first bad commit", I), 6),
+    (re.compile(r"^\W*(?:\(HEAD\)\s*)?(?:is|as)\s+(?:the\s+)?first\s+bad\s+commit", I), 6),
     # a later verdict that moves the blame: "... so X is likely the real bad commit" (beats the bisect result)
     (re.compile(r"^[\s\"')]*(?:[^.\n\"]{0,60}[\"')]\s*)?(?:is|was)\s+(?:(?:most\s+)?likely|probably|actually|really|"
                 r"indeed|clearly|definitely)?\s*the\s+(?:(?:real|actual|true)\s+(?:bad\s+commit|culprit|cause)|"

@@ -413,7 +413,23 @@ def commit_candidates(ex, groups, rule_culprit) -> list[Candidate]:
                 c.feats.add("pos:latest")
             if c.norm == earliest:
                 c.feats.add("pos:earliest")
+    _later_verdicts(out)
     return out
+
+
+def _later_verdicts(cands: list[Candidate]) -> None:
+    """A verdict that moves the blame ("so X is most likely the real bad commit", cue after1)
+    revises the commits blamed before it in the text (a bisect result, "caused by"): the
+    revising candidate gets ``verdict:revises``, the blamed earlier ones ``verdict:revised``."""
+    firsts = {c.norm: min((s for s, _, subj in c.spans if not subj), default=-1) for c in cands}
+    for v in cands:
+        if "cue:after1" not in v.feats or firsts[v.norm] < 0:
+            continue
+        for c in cands:
+            blamed = any(f in c.feats for f in ("rscore=5", "rscore=6", "rscore=7", "rscore=8"))
+            if c is not v and blamed and "cue:after1" not in c.feats and firsts[c.norm] < firsts[v.norm]:
+                c.feats.add("verdict:revised")
+                v.feats.add("verdict:revises")
 
 
 def commit_range_candidates(ctx, commits: list[Candidate]) -> list[Candidate]:

@@ -161,7 +161,11 @@ def _decide_culprit(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact
     ex = ctx.ex
     cm = model.get("culprit")
     cands = commit_candidates(ex, ctx.groups, ctx.rule_culprit)
-    best = _best(cm, cands)
+    best = _best(cm, [c for c in cands if not _named_in_another_role(c)])
+    if best is not None and "verdict:revised" in best.feats:
+        # a later sentence names another commit the real bad one: the author's own revision
+        # (too rare in the corpus for the ranker to learn) outranks the earlier blame
+        best = next((c for c in cands if "verdict:revises" in c.feats), best)
     if best is not None:
         out.culprit_commit = best.value
         g = next((g for g in ctx.groups if g.hex == best.norm), None)
@@ -169,6 +173,15 @@ def _decide_culprit(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact
             c.culprit_subject if c.culprit_commit and c.culprit_commit.lower().startswith(best.norm[:7]) else None)
         facts.append(_fact_for(ex, "culprit", best.value, best))
     return cands
+
+
+def _named_in_another_role(c) -> bool:
+    """A commit the rules read as something else than the culprit, with nothing that blames it
+    (rule score -2 or lower: a tested head, a fix, a good end, a CI report's "Git Commit:", a
+    build id); an "upstream commit" id is left to the ranker (the mainline id of a backported
+    culprit is named so too).  The ranker, which sees the rule score as one feature among the
+    words around the id, kept too many of these when they were the message's only id."""
+    return bool({"rscore=-3", "rscore=-2"} & c.feats) and "role=upstream" not in c.feats
 
 
 def _decide_range(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], cands: list) -> None:

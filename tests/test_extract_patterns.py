@@ -302,8 +302,6 @@ def test_regression_tooling_discussion_is_not_a_report():
     assert not c.is_regression
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: the trained culprit ranker (bench/corpus/train) does not yet "
-                   "follow a later 'X is the real bad commit' verdict over the subject's bisect result")
 def test_later_verdict_moves_the_blame_end_to_end():
     body = ("My router no longer boots with 5.3-rc2. git bisect pointed to commit 1a2b3c4d5e6f.\n"
             "\n"
@@ -347,3 +345,81 @@ def test_naming_the_commit_that_caused_the_failure_is_a_claim():
     body = "Took a week, but now I know the change which caused the lockups on my file server.\n"
     c = extract("Re: file server lockups", body)
     assert c.is_regression
+
+
+def _rule_culprit(subject: str, body: str):
+    from extractors.pipeline import run
+    return run(subject, body, learned_stage=False)._.rules.rule_claim.culprit_commit
+
+
+@pytest.mark.parametrize("body, culprit", [
+    # the bisect's verdict on a line of its own after the id and title
+    ("Since 6.3-rc1 the board hangs at boot. Git bisect reports\n"
+     "a1b2c3d4e5f6 spi: imx: drop the old dma path\n"
+     "as the first bad commit. Later 0a9b8c7d6e5f fixed another hang.\n", "a1b2c3d4e5f6"),
+    # a bisect that "terminated on" a commit, a bisect result block in brackets
+    ("I bisected between v6.1 and v6.2-rc3, and it terminated on 5d4c3b2a1f0e\n"
+     "(\"net: rework the rx ring\").\n", "5d4c3b2a1f0e"),
+    ("I ran git bisect over the merge window. The result is as follows.\n\n"
+     "[7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d] clk: imx8: switch to the new pll driver\n\n"
+     "The board boots when CONFIG_CLK_IMX8 is off, but that is no fix.\n",
+     "7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b1a0f9e8d"),
+    # traced / tracked to, a regression tracker's "caused directly or indirectly by a change"
+    ("Networking stopped working after the update. I tracked this to commit 9e8d7c6b5a4f\n"
+     "(\"ixgbe: defer link setup\"), which went in for 6.5.\n", "9e8d7c6b5a4f"),
+    ("I noticed a report about a regression that appears to be caused directly or\n"
+     "indirectly by a change of yours:\n\n3c2b1a0f9e8d7c (\"mm: batch the lru drain\") [v6.9-rc2]\n",
+     "3c2b1a0f9e8d7c"),
+    # "the breakage is because of <id>"
+    ("Builds of the arm tree fail since yesterday. The breakage in linux-next is because of\n"
+     "4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e.\n", "4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e"),
+])
+def test_more_ways_of_naming_the_blamed_commit(body, culprit):
+    assert _rule_culprit("Re: regression on my board", body) == culprit
+
+
+def test_later_verdict_marks_the_revised_blame():
+    from extractors.features import commit_candidates
+    from extractors.pipeline import run
+    body = ("Boot hangs since 6.4-rc1. git bisect pointed to commit 1a2b3c4d5e6f.\n\n"
+            "But that bisect had a bad step; 9f8e7d6c5b4a is actually the real culprit, reverting\n"
+            "it makes the board boot again.\n")
+    rules = run("Boot hang on 6.4-rc1", body, learned_stage=False)._.rules
+    cands = {c.norm: c.feats for c in commit_candidates(rules.ex, rules.groups, rules.rule_culprit)}
+    assert "verdict:revised" in cands["1a2b3c4d5e6f"] and "verdict:revises" in cands["9f8e7d6c5b4a"]
+    assert extract("Boot hang on 6.4-rc1", body).culprit_commit == "9f8e7d6c5b4a"
+
+
+@pytest.mark.parametrize("body, sha", [
+    # a CI report's metadata names the tested head, a regzbot fix line the fix, a format-patch
+    # header and a diff's index line the patch itself, a build id no commit at all
+    ("Boot test failures on next-20240102.\n\nmetadata:\n  git branch: master\n"
+     "  git commit: 0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d\n  git describe: next-20240102\n",
+     "0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d"),
+    ("The wifi regression is gone with rc4, so this can be closed:\n\n"
+     "#regzbot fix: 5e6f7a8b9c0d (\"wifi: iwlwifi: fix the default version\")\n", "5e6f7a8b9c0d"),
+    ("The raid1 array no longer starts degraded. A patch is below.\n\n"
+     "From 1f2e3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e Mon Sep 17 00:00:00 2001\nFrom: A Hacker <a@example.org>\n",
+     "1f2e3d4c5b6a7f8e9d0c1b2a3f4e5d6c7b8a9f0e"),
+])
+def test_ids_named_in_another_role_are_no_culprit(body, sha):
+    from extractors.features import commit_candidates
+    from extractors.learned import _named_in_another_role
+    from extractors.pipeline import run
+    rules = run("Re: regression on next", body, learned_stage=False)._.rules
+    cands = {c.norm: c for c in commit_candidates(rules.ex, rules.groups, rules.rule_culprit)}
+    assert _named_in_another_role(cands[sha])
+    assert extract("Re: regression on next", body).culprit_commit is None
+
+
+def test_bisected_to_these_commits():
+    body = ("For the write latency problem, I bisected it to these commits:\n\n"
+            "4ad5e6f7 md: count pending writes per cpu\n210a9b8 percpu-refcount: switch to atomic mode\n")
+    assert _rule_culprit("Re: higher write latency since 4.14", body) == "4ad5e6f7"
+
+
+def test_patch_that_introduces_the_error_is():
+    body = ("Using git bisect, the patch that introduces this build error is:\n\n"
+            " 7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b is first bad commit\n"
+            "diff-tree 7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b (from 0f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6)\n")
+    assert _rule_culprit("Re: compile error in latest git", body) == "7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
