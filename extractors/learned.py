@@ -299,10 +299,10 @@ def _decide_arch(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], 
     out.hardware["arch"] = arch
 
 
-def _arch_value(ex, c: Claim):
+def _arch_value(ex, c: Claim, lkp_lines: bool = True):
     """The rule's arch word, else the architecture of the hardware, package, toolchain or oops
     the text names: ``(arch, new fact or None, source)``."""
-    lkp = lkp_arch(ex)
+    lkp = lkp_arch(ex) if lkp_lines else None
     if lkp is not None:
         return lkp[0], _fact_span(ex, "arch", lkp[0], lkp[1]), "lkp"
     arch = normalise_value("arch", c.hardware.get("arch"))
@@ -558,8 +558,10 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
             value = held[name]
         fact = next((f for f in list(c.facts) + held.get("facts", []) if f.field == name), None)
         if name == "arch":
-            value, afact, src = _arch_value(ex, c)
-            if value is not None and src != "lkp":  # (an LKP config or machine line decides alone)
+            # (an LKP config or machine line decides alone at run time; the gate still learns from
+            # the words of those reports what an architecture stated in a setup looks like)
+            value, afact, src = _arch_value(ex, c, lkp_lines=False)
+            if value is not None:
                 out["gate_arch"].append((_arch_features(ex, value, afact or fact, label.get("kind"), src),
                                          int(_gate_match(name, value, label.get(name)))))
             continue
