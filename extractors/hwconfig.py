@@ -23,6 +23,11 @@ MEM_LINE = re.compile(r"^\s*(?:Mem(?:ory)?|RAM|MemTotal|System memory|Total memo
                       r"(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]|kB))\b", re.M | I)
 _CPU_BAD_AFTER = re.compile(r"\b(?:does not|doesn't|fails?|not boot|broken|crash|hangs?|problem)\b", I)
 _ARCH_TITLE_PREFIX = re.compile(r"/[\w-]+:")
+# an arch word that starts a commit title in a bisect log or a git log line ("[<sha>] arm64:
+# defconfig: ...", "<sha> MIPS: ...") or names a tag or branch ("Merge tag 'powerpc-5.2-1'",
+# "s390-next"): the area a commit touches, not the test machine
+_ARCH_TITLE_HEAD = re.compile(r"(?:\[[0-9a-f]{7,40}\]|\b[0-9a-f]{7,40})[ \t]+$")
+_ARCH_TAG_TAIL = re.compile(r"-(?:\d+\.\d+|next|fixes|for-)|/linux\b")  # (".../kernel/git/powerpc/linux.git": a tree)
 _ARCH_NEG = re.compile(r"\b(?:not|doesn't|does not|unaffected|only on|fine on|works on)\b", I)
 _ARCH_NEG2 = re.compile(r"\breproduc|affect|fine|work", I)
 _MEM_MACHINE_LINE = re.compile(r"^(?:Hardware|System|Machine|Platform|Server|Test machine|Setup)\b[^\n]*?,\s*(\d+\s?[GT]i?B)\b",
@@ -100,6 +105,12 @@ _CFG_IN_CODE = re.compile(r"(?:\bIS_(?:ENABLED|REACHABLE|BUILTIN|MODULE)\(|#\s*(
                           r"\bdefined\s*\(?)$")
 _CFG_SUGGEST = re.compile(r"\b(?:suggest\w*|try|could you|can you|maybe|perhaps|should|instead|alternatively|"
                           r"would|if you)\b", I)
+# an LKP report's machine line when the robot tested in a VM: "test machine: qemu-system-x86_64
+# -enable-kvm -cpu SandyBridge -smp 2 -m 16G" (the guest is the machine the kernel ran on)
+LKP_QEMU_MEM = re.compile(r"test machine:[ \t]*qemu-system-[^\n]*?[ \t]-m[ \t]+(\d+[KMGT])\b")
+# a size of something other than the machine's memory: a RAM disk ("a 4G RAM disk"), or the
+# kernel's boot line of available memory ("Memory: 1034196k/1047872k available")
+_MEM_NOT_MACHINE = re.compile(r"[ \t]*(?:disks?\b|drives?\b)|/\d", I)
 MEM_SETTING = re.compile(r"(?<![\w-])((?:QEMU_|VM_|GUEST_)?MEM(?:ORY)?(?:_(?:MB|GB|SIZE))?=\d+[KMGT]?)\b")
 
 
@@ -148,7 +159,9 @@ def _arch_scores(ex: Extractor) -> tuple[dict[str, float], dict[str, tuple]]:
         for m in rx.finditer(ex.subject):
             arch_scores[name] = arch_scores.get(name, 0) + 3
         for m in mt.finditer(rx):
-            if _ARCH_TITLE_PREFIX.match(clean, m.end(), m.end() + 20):
+            if _ARCH_TITLE_PREFIX.match(clean, m.end(), m.end() + 20) or _ARCH_TAG_TAIL.match(clean, m.end()) or (
+                    clean.startswith(":", m.end())
+                    and _ARCH_TITLE_HEAD.search(clean, max(0, m.start() - 48), m.start())):
                 continue  # a commit-title prefix ("x86/efi: ...") names a subsystem, not the test machine
             ctx = clean[max(0, m.start() - 60):m.end() + 10]
             if _ARCH_NEG.search(ctx) and _ARCH_NEG2.search(ctx):
@@ -199,8 +212,15 @@ def _hw_arch(ex: Extractor, hw: dict, spans: dict) -> None:
 def _hw_memory(ex: Extractor, hw: dict, spans: dict) -> None:
     """The memory size: the memory patterns, a machine line, then LKP and meminfo forms."""
     mt = ex.mt
+    clean = ex.clean
+    if "test machine:" in mt.low:
+        m = mt.search(LKP_QEMU_MEM)
+        if m:
+            hw["memory"] = m.group(1)
+            spans["memory"] = (m.start(1), m.end(1))
+            return
     for rx in P.MEMORY_PATTERNS:
-        m = mt.search(rx)
+        m = next((m for m in mt.finditer(rx) if not _MEM_NOT_MACHINE.match(clean, m.end())), None)
         if m:
             hw["memory"] = " ".join(m.group(1).split())
             spans["memory"] = (m.start(1), m.end(1))
@@ -213,7 +233,7 @@ def _hw_memory(ex: Extractor, hw: dict, spans: dict) -> None:
     if hw["memory"] is None:
         # "Memory:\n  Total: 187 GB" / "MemTotal: 196608 kB" / "Memory: 16 GB" / "QEMU_MEM_MB=14336"
         for rx in (LKP_MEM_BLOCK, MEM_LINE, MEM_SETTING):
-            m = mt.search(rx)
+            m = next((m for m in mt.finditer(rx) if not _MEM_NOT_MACHINE.match(clean, m.end(1))), None)
             if m:
                 hw["memory"] = " ".join(m.group(1).split())
                 spans["memory"] = (m.start(1), m.end(1))

@@ -305,16 +305,19 @@ def _decide_arch(ctx: RuleContext, model: Model, out: Claim, facts: list[Fact], 
     if fact is not None:
         facts.append(fact)
     g = model.get("gate_arch")
-    if arch is not None and g is not None and g.prob(_arch_features(ex, arch, fact or old.get("arch"), out.kind, src)) \
-            < g.threshold:
+    if arch is not None and src != "lkp" and g is not None \
+            and g.prob(_arch_features(ex, arch, fact or old.get("arch"), out.kind, src)) < g.threshold:
         arch = None
         facts[:] = [f for f in facts if f.field != "arch"]
     out.hardware["arch"] = arch
 
 
-def _arch_value(ex, c: Claim):
+def _arch_value(ex, c: Claim, lkp_lines: bool = True):
     """The rule's arch word, else the architecture of the hardware, package, toolchain or oops
     the text names: ``(arch, new fact or None, source)``."""
+    lkp = lkp_arch(ex) if lkp_lines else None
+    if lkp is not None:
+        return lkp[0], _fact_span(ex, "arch", lkp[0], lkp[1]), "lkp"
     arch = normalise_value("arch", c.hardware.get("arch"))
     if arch is not None:
         return arch, None, "word"
@@ -326,13 +329,60 @@ def _arch_value(ex, c: Claim):
     return guess[0], _fact_span(ex, "arch", guess[0], guess[1]), guess[2]
 
 
+# an LKP report's kernel config line names the architecture the kernel was built for:
+# "config: x86_64-rhel-8.3", "kernel config: i386-randconfig-062-20250913", "config: arm64-defconfig"
+_LKP_CONFIG = re.compile(r"^[ \t]*(?:kernel[ \t]+)?config:[ \t]*(x86_64|i386|arm64|arm|powerpc64|powerpc|riscv|s390|mips|"
+                         r"loongarch|sparc64|sparc|parisc|m68k|openrisc|xtensa|sh|csky|alpha|microblaze|nios2|arc|"
+                         r"hexagon|um)-[\w.+-]*[ \t]*$", re.M)
+# its machine line: "test machine: 96 threads 2 sockets Intel(R) Xeon(R) ...", "test machine:
+# qemu-system-i386 -enable-kvm -cpu SandyBridge -smp 2 -m 8G"
+_LKP_MACHINE = re.compile(r"^[ \t]*(?:on[ \t]+)?test machine:[ \t]*([^\n]+)", re.M)
+_QEMU_SYSTEM = re.compile(r"\bqemu-system-(x86_64|i386|aarch64|arm|ppc64\w*|ppc|riscv64|riscv32|s390x|mips\w*|loongarch64)\b")
+_QEMU_ARCH = {"aarch64": "arm64", "riscv32": "riscv", "riscv64": "riscv", "s390x": "s390", "loongarch64": "loongarch"}
+_X86_CPU = re.compile(r"\b(?:Intel|AMD|Xeon|EPYC|Ryzen|Opteron|Atom|Core\(TM\)|Pentium)\b|\b\w+\s(?:Lake|Rapids|Forest|Bridge|well)\b",
+                      re.I)
+
+
+def lkp_arch(ex) -> tuple[str, tuple[int, int]] | None:
+    """The architecture an LKP report states: the arch prefix of its kernel config line (quoted
+    or not: what the kernel was built for), else its own (unquoted) test machine line: a QEMU
+    system of one architecture, or an x86 CPU (the robot's x86 kernels are x86_64 unless the
+    config line says i386).  ``(arch, clean span)`` or None."""
+    low = ex.mt.low
+    if "config:" in low:
+        m = ex.mt.search(_LKP_CONFIG)
+        if m is not None:
+            a = m.group(1)
+            return {"powerpc64": "powerpc"}.get(a, a), (m.start(1), m.end(1))
+    if "test machine:" in low:
+        m = ex.mt.search(_LKP_MACHINE)
+        if m is not None and ex.mt.depth_at(m.start()) == 0:
+            q = _QEMU_SYSTEM.search(m.group(1))
+            if q is not None:
+                a = q.group(1)
+                a = _QEMU_ARCH.get(a, "powerpc" if a.startswith("ppc") else "mips" if a.startswith("mips") else a)
+                return a, (m.start(1) + q.start(1), m.start(1) + q.end(1))
+            if _X86_CPU.search(m.group(1)):
+                return "x86_64", (m.start(1), m.end(1))
+    return None
+
+
 def _arch_features(ex, arch: str, fact, kind, src) -> set[str]:
     f = gate_features(ex, "arch", arch, fact, kind)
     f.add(f"g:arch:src={src}")
     f.add(f"g:arch:src={src}:{arch}")
     if src != "word" and any(ex.mt.search(rx) for rx, _ in P.ARCH_WORDS):
         f.add("g:arch:words_unresolved")  # architecture words the rule stage left undecided
+    if src == "word":
+        # the word written only as part of a compound name ("x86_64-rhel-8.3", "will-it-scale-
+        # x86_64-a34a85c", "buildd@lgw01-amd64-059"): a build artefact or a host, not a statement
+        ms = [m for rx, n in P.ARCH_WORDS if n == arch for m in ex.mt.finditer(rx)]
+        if ms and all(_COMPOUND_TAIL.match(ex.clean, m.end()) for m in ms):
+            f.add("g:arch:word_in_names")
     return f
+
+
+_COMPOUND_TAIL = re.compile(r"[-_][A-Za-z0-9]")
 
 
 _MEM_SIZE = re.compile(r"^(\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]))\s*(?:of\s+)?(?:RAM|memory|mem|DRAM|DDR\w*)\b",
@@ -521,7 +571,9 @@ def training_examples(ctx: RuleContext, label: dict) -> dict[str, list[tuple[set
             value = held[name]
         fact = next((f for f in list(c.facts) + held.get("facts", []) if f.field == name), None)
         if name == "arch":
-            value, afact, src = _arch_value(ex, c)
+            # (an LKP config or machine line decides alone at run time; the gate still learns from
+            # the words of those reports what an architecture stated in a setup looks like)
+            value, afact, src = _arch_value(ex, c, lkp_lines=False)
             if value is not None:
                 out["gate_arch"].append((_arch_features(ex, value, afact or fact, label.get("kind"), src),
                                          int(_gate_match(name, value, label.get(name)))))

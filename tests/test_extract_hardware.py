@@ -169,3 +169,57 @@ def test_config_options_tested_in_code_and_quoted_config_values():
             "CONFIG_CC_VERSION_TEXT=\"gcc (GCC) 10.2.1 20201125\"\nCONFIG_CC_IS_GCC=y\nCONFIG_GCC_VERSION=100201\n")
     c = extractors.extract("[REGRESSION] boot fails in 6.1", body)
     assert c.config["kernel_config"] == ["CONFIG_PREEMPT=y"]
+
+
+LKP_BOOT = """Hello,
+
+kernel test robot noticed a boot regression "BUG:kernel_hang_in_boot_stage" on:
+
+commit: 0123456789abcdef0123456789abcdef01234567 ("mm: rework the page allocator")
+
+in testcase: boot
+
+config: i386-randconfig-062-20250101
+compiler: gcc-12
+test machine: qemu-system-x86_64 -enable-kvm -cpu SandyBridge -smp 2 -m 16G
+
+The kernel hangs at boot since this commit; its parent boots fine.
+"""
+
+
+def test_lkp_config_line_decides_the_arch_and_the_qemu_line_the_memory():
+    # the kernel was built i386 (config line) though QEMU emulates an x86_64 machine; the VM's
+    # memory (-m 16G) is the test machine's memory
+    c = extractors.extract("[linus:master] [mm]  0123456789: BUG:kernel_hang_in_boot_stage", LKP_BOOT)
+    assert c.is_regression
+    assert c.hardware["arch"] == "i386"
+    assert c.hardware["memory"] == "16G"
+
+
+def test_lkp_machine_line_with_an_x86_cpu_is_x86_64_without_a_config_line():
+    body = LKP.replace("config: x86_64-rhel-9.4\n", "")
+    c = extractors.extract("[linus:master] [block]  0123456789: fio.read_iops -9.1% regression", body)
+    assert c.hardware["arch"] == "x86_64"
+
+
+def test_arch_word_starting_a_bisect_log_title_or_a_tag_is_not_the_machine():
+    body = ("Since 6.2 the i.MX6 board no longer finds its SD card; 6.1 was fine. git bisect log:\n"
+            "# bad: [0123456789abcdef0123456789abcdef01234567] arm64: defconfig: enable the GPIO driver\n"
+            "# bad: [1123456789abcdef0123456789abcdef01234567] Merge tag 'arm64-6.2-1' of git://git.kernel.org\n")
+    c = extractors.extract("SD card not found on i.MX6 since 6.2", body)
+    assert c.hardware["arch"] == "arm"  # the board's architecture, not the commit title's
+
+
+def test_a_ram_disk_is_not_the_machine_memory():
+    body = ("The server is 30% slower in pgbench since 6.8. Setup: 16 cores, 4G RAM disk for the data.\n"
+            "6.7 gives 1200 tps, 6.8 gives 840 tps.\n")
+    c = extractors.extract("pgbench regression in 6.8", body)
+    assert c.hardware["memory"] is None
+
+
+def test_boot_log_available_memory_is_not_the_machine_memory():
+    body = ("2.6.20 oopses at boot, 2.6.19 was fine. dmesg:\n"
+            "Memory: 1034196k/1047872k available (2498k kernel code, 13064k reserved)\n"
+            "BUG: unable to handle kernel NULL pointer dereference\n")
+    c = extractors.extract("2.6.20 boot oops", body)
+    assert c.hardware["memory"] is None
