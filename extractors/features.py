@@ -574,6 +574,8 @@ def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None
     if field in ("metric", "change_percent"):
         # where the measure came from (robot line, table, "from A to B", stated %, unit pair ...)
         f.add(f"g:{field}:src={getattr(ex, 'measure_source', None)}")
+    if field == "metric":
+        f |= _metric_shape(ex, str(value), getattr(ex, "measure_source", None))
     if field == "change_percent":
         # the size of the change: a drop of exactly 100% or a change of thousands of percent is
         # seldom the reported figure; a few to some tens of percent usually is
@@ -614,6 +616,24 @@ def gate_features(ex, field: str, value, fact: Fact | None, msg_kind: str | None
         f.add(f"g:{field}:depth={min(fact.quote_depth, 2)}")
         f |= {f"g:{field}:S:{t}" for t in words(fact.sentence or "", 400)[:60]}
     return f
+
+
+_RATE_UNIT_ONLY = re.compile(r"(?:" + P.RATE_UNITS + r")$", re.I)
+_METRIC_NAME = re.compile(r"^[\w-]+(?:[._][\w-]+)+$")  # "aim7.jobs-per-min", "write_clat_ns_p99"
+
+
+def _metric_shape(ex, value: str, src) -> set[str]:
+    """What the metric looks like: a bare rate unit, a benchmark's own metric name, a phrase of
+    a few words; and whether the subject writes it (the quantity a report is about)."""
+    if _RATE_UNIT_ONLY.match(value):
+        shape = "unit"
+    elif _METRIC_NAME.match(value):
+        shape = "name"
+    else:
+        shape = f"words{min(len(value.split()), 3)}"
+    in_subj = value.lower() in (ex.subject or "").lower()
+    return {f"g:metric:shape={shape}", f"g:metric:shape={shape}:src={src}", f"g:metric:in_subject={in_subj}",
+            f"g:metric:in_subject={in_subj}:src={src}"}
 
 
 def prefix_is_value(title: str, value: str) -> bool:

@@ -388,6 +388,10 @@ def _norm_unit(u: str) -> str:
     return "IOPS" if u.lower() == "iops" else u
 
 
+_LINK_AFTER_UNIT = re.compile(r"\s*(?:link|port|NIC|interface|card|ethernet|connection|line|uplink|network|adapter)s?\b",
+                              re.I)
+
+
 def unit_of_stated_drop(ex: Extractor) -> tuple[str | None, tuple | None]:
     """The unit of a performance claim when no single change figure could be computed.
 
@@ -401,18 +405,19 @@ def unit_of_stated_drop(ex: Extractor) -> tuple[str | None, tuple | None]:
                   or re.search(r"%\s+(?:lower|less|fewer)\b", m.group(0), re.I)):
             return _norm_unit(m.group(1)), (None if subj else (m.start(1), m.end(1)))
     by_unit: dict[str, list] = {}
-    for u in ex.mt.units[:400]:
-        for m in UNIT_MEASURED.finditer(u.text):
-            if re.match(r"\s*(?:link|port|NIC|interface|card|ethernet|connection|line|uplink|network|adapter)s?\b",
-                        u.text[m.end():], re.I):
+    # the subject first ("speed drops from 18429 MB/s to 6155 MB/s"), then the text's units
+    texts = ([(ex.subject, None)] if ex.subject else []) + [(u.text, u) for u in ex.mt.units[:400]]
+    for text, u in texts:
+        for m in UNIT_MEASURED.finditer(text):
+            if _LINK_AFTER_UNIT.match(text, m.end()):
                 continue  # a link or device capacity, not a measurement
-            by_unit.setdefault(_norm_unit(m.group(1)).lower(), []).append((m, u))
+            by_unit.setdefault(_norm_unit(m.group(1)).lower(), []).append((m, u, text))
     for key, hits in by_unit.items():
         values = {re.sub(r"\s", "", h[0].group(0)[:h[0].start(1) - h[0].start()]) for h in hits}
-        cue = any(_WORSE_CUE.search(h[1].text) for h in hits)
+        cue = any(_WORSE_CUE.search(h[2]) for h in hits)
         if len(values) >= 2 and cue:
-            m, u = hits[0]
-            return _norm_unit(m.group(1)), (u.cstart + m.start(1), u.cstart + m.end(1))
+            m, u, _ = hits[0]
+            return _norm_unit(m.group(1)), (None if u is None else (u.cstart + m.start(1), u.cstart + m.end(1)))
     return None, None
 
 
@@ -447,11 +452,20 @@ def performance_measure(ex: Extractor, change, change_span, metric, metric_span)
     return change, change_span, metric, metric_span
 
 
+# a rate spelled out with its abbreviation: "the transactions per second (tps)", "operations per
+# second (ops/s)": the abbreviation is the metric the figures are given in
+_PER_SECOND_ABBR = re.compile(
+    r"\b(?:transactions?|operations?|requests?|quer(?:y|ies)|frames?|packets?|messages?|iterations?|jobs?|"
+    r"records?|I/Os?|IOs?|ops)\s+per\s+(?:second|sec|minute|min)\s*\(\s*([A-Za-z][\w/.-]{0,14})\s*\)", re.I)
+
+
 def named_metric(ex: Extractor) -> tuple[str | None, tuple | None]:
-    """A metric the text names as such ("the primary metric is cycle_ns_per_page")."""
+    """A metric the text names as such ("the primary metric is cycle_ns_per_page", "the
+    transactions per second (tps)")."""
     m = ex.mt.search(_METRIC_NAMED) if "metric" in ex.mt.low else None
     if not m:
-        return None, None
+        m = ex.mt.search(_PER_SECOND_ABBR) if " per " in ex.mt.low else None
+        return (m.group(1), (m.start(1), m.end(1))) if m else (None, None)
     g = "a" if m.group("a") else "b"
     v = m.group(g).strip()
     if v.lower() in ("the", "a", "an", "that", "this", "not", "very", "also", "still"):

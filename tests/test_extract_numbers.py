@@ -225,3 +225,19 @@ def test_reply_to_a_robot_report_keeps_its_subject_metric():
             "Yeah, that should be an atomic type, the lock is contended.\n")
     c = extract("Re: d28296d248: stress-ng.sigsegv.ops_per_sec -82.7% regression", body)
     assert c.metric == "stress-ng.sigsegv.ops_per_sec" and c.change_percent == -82.7
+
+
+def _rule_metric(subject, body):
+    from extractors.learned import Model
+    c = extract(subject, body, model=Model())  # the rule stage alone (no gate)
+    return c.metric
+
+
+def test_metric_from_a_per_second_rate_with_its_abbreviation():
+    body = "Our OLTP benchmark reports the transactions per second (tps). Since 6.3 it takes twice as long.\n"
+    assert _rule_metric("database benchmark slower since 6.3", body) == "tps"
+
+
+def test_metric_from_a_subject_naming_two_measured_rates():
+    body = "I see the same thing on two machines; the numbers are in the subject.\n"
+    assert _rule_metric("[regression 6.1 -> 6.6] md5 checksum speed drops from 900 MB/s to 300 MB/s", body) == "MB/s"
