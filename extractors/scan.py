@@ -290,7 +290,7 @@ def _prefixes(items, icase):
     when unknown)."""
     C = _C
     acc = {""}
-    for op, av in items:
+    for k, (op, av) in enumerate(items):
         if op in (C.AT, C.ASSERT, C.ASSERT_NOT):
             continue
         ex, _rq = _node(op, av, icase)
@@ -301,7 +301,8 @@ def _prefixes(items, icase):
             acc = new
             continue
         sub = None
-        if op is C.SUBPATTERN and not (av[1] | av[2]) & C.SRE_FLAG_IGNORECASE:
+        if op is C.SUBPATTERN and (icase or not (av[1] | av[2]) & C.SRE_FLAG_IGNORECASE):
+            # (compared with fold(text), a part matched case-sensitively is found lower-cased too)
             sub = _prefixes(av[3], icase)
         elif op is C.ATOMIC_GROUP:
             sub = _prefixes(av, icase)
@@ -316,6 +317,11 @@ def _prefixes(items, icase):
             sub = _cap(sub)
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and av[0] >= 1:
             sub = _prefixes(av[2], icase)
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            # optional: a match starts with the repeated part or with what follows it
+            sub = _prefixes(av[2], icase)
+            rest = _prefixes(items[k + 1:], icase) if sub is not None else None
+            sub = None if rest is None else _cap(sub | rest)
         if sub is not None:
             new = _cap({a + b for a in acc for b in sub})
             if new is not None:
@@ -337,6 +343,11 @@ def literal_prefixes(rx: re.Pattern):
         return None
     icase = bool(parsed.state.flags & _C.SRE_FLAG_IGNORECASE)
     p = _prefixes(list(parsed), icase)
+    if p is None and not icase and "(?" in rx.pattern:
+        # a case-insensitive group, e.g. (?i:...): the lower-cased prefixes, looked for in
+        # fold(text), find every place where a match starts (and maybe a few more)
+        icase = True
+        p = _prefixes(list(parsed), icase)
     if p is None:
         return None
     # drop strings that extend another one (finding the shorter finds them too)
