@@ -517,3 +517,30 @@ def search(rx: re.Pattern, text: str, low: str | None = None):
         else:
             heapq.heappop(heap)
     return None
+
+
+def iter_matches(rx: re.Pattern, text: str, low: str, endpos: int):
+    """``rx.finditer(text, 0, endpos)`` (``low`` = ``fold(text)``), lazily: where ``scan_plan``
+    knows the prefixes a match starts with, ``rx`` is only tried where one is written."""
+    pf = scan_plan(rx)
+    if pf is None:
+        yield from rx.finditer(text, 0, endpos)
+        return
+    icase, strs = pf
+    t = low if icase else text
+    find = t.find
+    starts = set()
+    for s in strs:
+        i = find(s, 0, endpos)
+        while i >= 0:
+            starts.add(i)
+            i = find(s, i + 1, endpos)
+    end = 0
+    match = rx.match
+    for p in sorted(starts):
+        if p < end:
+            continue
+        m = match(text, p, endpos)
+        if m is not None:
+            yield m
+            end = m.end()
