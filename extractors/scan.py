@@ -401,6 +401,18 @@ def scan_plan(rx: re.Pattern):
     except KeyError:
         pass
     pf = literal_prefixes(rx)
+    if pf is not None and len(pf[1]) > 40:
+        # many prefixes: their beginnings (a match starting with a string starts with its first
+        # k characters too), the longest k that gives at most 40 strings of 4 or more characters
+        for k in range(8, 3, -1):
+            cut = sorted({x[:k] for x in pf[1]}, key=len)
+            out: list = []
+            for x in cut:
+                if not any(x.startswith(o) for o in out):
+                    out.append(x)
+            if len(out) <= 40 and min(len(x) for x in out) >= 4:
+                pf = (pf[0], tuple(out))
+                break
     if pf is not None and (min(len(x) for x in pf[1]) < 2 or len(pf[1]) > 40):
         pf = None  # single characters (hex digits ...) occur everywhere: the plain scan is faster
     _SCAN_PLANS[rx] = pf
