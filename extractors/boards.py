@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from .scan import fold, may_match
+from .scan import fold, iter_matches, may_match
 
 # (pattern, arch); first match in the text wins, most specific patterns first
 TABLE: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), a) for p, a in [
@@ -159,7 +159,7 @@ def arch_guess(clean: str, subject: str | None, cpu: str | None) -> tuple[str, t
                 continue  # hardware never beats build evidence
             end = len(text) if best is None or (build and best[0][0]) else best[0][1]
             # not a name inside a path or branch ("pci/controller/mt7621", "arch/arm/mach-x")
-            m = next((m for m in rx.finditer(text, 0, end) if text[m.start() - 1:m.start()] not in ("/", "_")), None)
+            m = next((m for m in iter_matches(rx, text, low, end) if text[m.start() - 1:m.start()] not in ("/", "_")), None)
             if m is None:
                 continue
             src = src if src != "table" else _table_source(arch, m.group(0))

@@ -50,7 +50,7 @@ def regression_score(ex: Extractor, culprit: CommitGroup | None, good, bad, meas
     own_low = fold(own)
 
     def own_search(rx):
-        return rx.search(own) if scan.may_match(rx, own, own_low) else None
+        return scan.search(rx, own, own_low)  # (tried only where a match can start)
 
     def add(w, reason):
         nonlocal s
@@ -111,7 +111,7 @@ def regression_score(ex: Extractor, culprit: CommitGroup | None, good, bad, meas
         add(-1.5, "fix wording")
     if own_search(P.STABLE_REVIEW):
         add(-4, "stable review")
-    imp = P.IMPROVE_WORDS.findall(own) if scan.may_match(P.IMPROVE_WORDS, own, own_low) else []
+    imp = scan.find_all(P.IMPROVE_WORDS, own, own_low)
     if imp and not claims:
         add(-min(2.0, 0.75 * len(imp)), "improvement wording")
     if own_search(_NO_REGRESSIONS) and not claims:

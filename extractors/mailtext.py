@@ -36,6 +36,7 @@ _DIGIT = re.compile(r"\d")
 _GAP = re.compile(r"\S\s{2,}\S")
 _WORD_RUN = re.compile(r"\w+")
 NUMTOK = re.compile(r"^[([]?[-+~]?\d[\d.,:%x/]*[)\]]?%?$")
+_NUMTOK_MATCH = NUMTOK.match
 
 
 _NOT_SCANNED = object()
@@ -269,14 +270,14 @@ def is_structured(line: str) -> bool:
         return True
     toks = s.split()
     if len(toks) >= 2 and _DIGIT.search(s):  # (a number token holds a digit)
-        nums = sum(1 for t in toks if NUMTOK.match(t))
+        nums = len(list(filter(_NUMTOK_MATCH, toks)))
         if nums >= 2 and nums * 2 >= len(toks):
             return True
         if nums >= 3:
             return True
     if KEY_VALUE.match(s) and len(s) < 160 and not s.endswith((".", ",")):
         return True
-    if "  " in s.strip() and len(_GAP.findall(s)) >= 2:
+    if "  " in s and len(_GAP.findall(s)) >= 2:
         return True
     if s.endswith((";", "{", "}")) or s.startswith(("}", "#include", "#define", "static ", "struct ")):
         return True

@@ -290,7 +290,7 @@ def _prefixes(items, icase):
     when unknown)."""
     C = _C
     acc = {""}
-    for op, av in items:
+    for k, (op, av) in enumerate(items):
         if op in (C.AT, C.ASSERT, C.ASSERT_NOT):
             continue
         ex, _rq = _node(op, av, icase)
@@ -301,7 +301,8 @@ def _prefixes(items, icase):
             acc = new
             continue
         sub = None
-        if op is C.SUBPATTERN and not (av[1] | av[2]) & C.SRE_FLAG_IGNORECASE:
+        if op is C.SUBPATTERN and (icase or not (av[1] | av[2]) & C.SRE_FLAG_IGNORECASE):
+            # (compared with fold(text), a part matched case-sensitively is found lower-cased too)
             sub = _prefixes(av[3], icase)
         elif op is C.ATOMIC_GROUP:
             sub = _prefixes(av, icase)
@@ -316,6 +317,11 @@ def _prefixes(items, icase):
             sub = _cap(sub)
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT) and av[0] >= 1:
             sub = _prefixes(av[2], icase)
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+            # optional: a match starts with the repeated part or with what follows it
+            sub = _prefixes(av[2], icase)
+            rest = _prefixes(items[k + 1:], icase) if sub is not None else None
+            sub = None if rest is None else _cap(sub | rest)
         if sub is not None:
             new = _cap({a + b for a in acc for b in sub})
             if new is not None:
@@ -337,6 +343,11 @@ def literal_prefixes(rx: re.Pattern):
         return None
     icase = bool(parsed.state.flags & _C.SRE_FLAG_IGNORECASE)
     p = _prefixes(list(parsed), icase)
+    if p is None and not icase and "(?" in rx.pattern:
+        # a case-insensitive group, e.g. (?i:...): the lower-cased prefixes, looked for in
+        # fold(text), find every place where a match starts (and maybe a few more)
+        icase = True
+        p = _prefixes(list(parsed), icase)
     if p is None:
         return None
     # drop strings that extend another one (finding the shorter finds them too)
@@ -390,6 +401,18 @@ def scan_plan(rx: re.Pattern):
     except KeyError:
         pass
     pf = literal_prefixes(rx)
+    if pf is not None and len(pf[1]) > 40:
+        # many prefixes: their beginnings (a match starting with a string starts with its first
+        # k characters too), the longest k that gives at most 40 strings of 4 or more characters
+        for k in range(8, 3, -1):
+            cut = sorted({x[:k] for x in pf[1]}, key=len)
+            out: list = []
+            for x in cut:
+                if not any(x.startswith(o) for o in out):
+                    out.append(x)
+            if len(out) <= 40 and min(len(x) for x in out) >= 4:
+                pf = (pf[0], tuple(out))
+                break
     if pf is not None and (min(len(x) for x in pf[1]) < 2 or len(pf[1]) > 40):
         pf = None  # single characters (hex digits ...) occur everywhere: the plain scan is faster
     _SCAN_PLANS[rx] = pf
@@ -506,3 +529,30 @@ def search(rx: re.Pattern, text: str, low: str | None = None):
         else:
             heapq.heappop(heap)
     return None
+
+
+def iter_matches(rx: re.Pattern, text: str, low: str, endpos: int):
+    """``rx.finditer(text, 0, endpos)`` (``low`` = ``fold(text)``), lazily: where ``scan_plan``
+    knows the prefixes a match starts with, ``rx`` is only tried where one is written."""
+    pf = scan_plan(rx)
+    if pf is None:
+        yield from rx.finditer(text, 0, endpos)
+        return
+    icase, strs = pf
+    t = low if icase else text
+    find = t.find
+    starts = set()
+    for s in strs:
+        i = find(s, 0, endpos)
+        while i >= 0:
+            starts.add(i)
+            i = find(s, i + 1, endpos)
+    end = 0
+    match = rx.match
+    for p in sorted(starts):
+        if p < end:
+            continue
+        m = match(text, p, endpos)
+        if m is not None:
+            yield m
+            end = m.end()

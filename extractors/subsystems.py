@@ -652,7 +652,7 @@ def candidates(subject: str, culprit_subject: str | None, clean: str, filesystem
     for rx, name in KEYWORDS:
         if rx.search(subject):
             add(name, "keyword_subject")
-        n = len(rx.findall(head)) if scan.may_match(rx, head, head_low) else 0
+        n = len(scan.find_all(rx, head, head_low))  # (tried only where a keyword can start)
         if n >= 2:
             add(name, "keyword" + ("3" if n >= 3 else "2"))
     if filesystem and kind == "performance":

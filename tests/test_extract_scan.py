@@ -190,3 +190,30 @@ def test_version_mentions_found_without_a_pattern_per_version():
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
         rx = re.compile(r"(?<![\w.])" + re.escape(text) + r"(?![\w])")
         assert evidence._written(clean, text) == [m.span() for m in rx.finditer(clean)], (clean, text)
+
+
+def test_prefix_plans_through_optional_leads_icase_groups_and_many_prefixes(texts):
+    from extractors import boards
+    # an optional lead part, a (?i:...) group in a case-sensitive pattern, more than 40 prefixes:
+    # each is tried only at its literal prefixes now, with the matches of a full scan
+    cases = [r"\b((?:Intel\s+)?(?:Core\s+)?i[3579]-\d{4,5}[A-Z]{0,2})\b",
+             r"\b((?:Marvell\s+)?Kirkwood|(?i:UltraSPARC)(?:[\s-]?[IVX]+\w*)?|Dove)",
+             r"\b(?:this|your|the) (?:patch|commit|change|series) (?:causes|caused|introduces|introduced)\b"]
+    extra = ["an Intel Core i7-8700K box, i5-1135G7 too", "Marvell Kirkwood and ULTRASPARC IIi, ultraſparc-III, Dove",
+             "I think the patch introduced it; This commit causes a hang; your series introduces"]
+    for src in cases:
+        for flags in (0, re.I):
+            rx = re.compile(src, flags)
+            assert scan.scan_plan(rx) is not None, src
+            for t in texts + extra:
+                want = [(m.span(), m.groups()) for m in rx.finditer(t)]
+                assert [(m.span(), m.groups()) for m in scan.find_all(rx, t)] == want, src
+                s, g = rx.search(t), scan.search(rx, t)
+                assert (g and g.span()) == (s and s.span()), src
+    # the lazy scan up to an end position (boards.arch_guess) equals finditer(text, 0, end)
+    for rx, _arch, _src in boards._ALL:
+        for t in texts[:60] + extra:
+            low = scan.fold(t)
+            for end in (len(t), len(t) // 2):
+                assert ([m.span() for m in scan.iter_matches(rx, t, low, end)]
+                        == [m.span() for m in rx.finditer(t, 0, end)]), rx.pattern
