@@ -251,9 +251,11 @@ def _decide_subsystem(ctx: RuleContext, sub_m, out: Claim, facts: list[Fact]) ->
     c = ctx.rule_claim
     best = _best(sub_m, subsystem_candidates(ex, c, out.kind))
     out.subsystem = best.value if best is not None else None
-    if best is None and c.subsystem and _from_culprit_title(ex, c, out) and one_part_prefix(c.culprit_subject):
-        # the one-word area prefix, as written, of the blamed commit's own title ("mm: ...",
-        # "drm/xe: ..."; not "mm: vmscan: ...", which reports name at either depth)
+    if best is None and c.subsystem and (_from_own_subject(ex, c) and one_part_prefix(ex.subject)
+                                         or _from_culprit_title(ex, c, out) and one_part_prefix(_culprit_title(ex, c))):
+        # the one-word area prefix, as written, of the report's own subject ("[REGRESSION] mm:
+        # ...") or of the blamed commit's own title ("mm: ...", "drm/xe: ..."; not "mm: vmscan:
+        # ...", which reports name at either depth)
         out.subsystem = c.subsystem
     facts[:] = [f for f in facts if f.field != "subsystem"]
     if out.subsystem is not None:
@@ -400,10 +402,16 @@ def _from_culprit_title(ex, rule: Claim, out: Claim) -> bool:
     # only where the area is the title's prefix as written ("xfs:" -> fs/xfs, "drm/xe:" ->
     # drivers/gpu/drm/xe); an area translated from another name ("shmem:" -> mm) or coarser
     # than the prefix ("sched/fair:" -> sched, which reports name either way) is left to the gate
+    return prefix_is_value(_culprit_title(ex, rule), str(rule.subsystem or ""))
+
+
+def _culprit_title(ex, rule: Claim) -> str:
+    """The blamed commit's title: as the rules read it, else the line under its id in a git
+    log block ('commit <sha>\n    mm: foo')."""
     title = rule.culprit_subject
-    if not title and src == "title_near_commit":  # 'commit <sha>\n    mm: foo' (a git log block)
+    if not title and rule.culprit_commit and (getattr(ex, "subsystem_source", None) or "").startswith("title_near_commit"):
         title = title_near_commit(ex.clean, rule.culprit_commit)
-    return prefix_is_value(title or "", str(rule.subsystem or ""))
+    return title or ""
 
 
 def _from_own_subject(ex, rule: Claim) -> bool:

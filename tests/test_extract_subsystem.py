@@ -225,3 +225,15 @@ def test_subsystem_ranker_picks_the_culprit_titles_filesystem():
             "commit 0123456789ab (\"xfs: log less\").\nReverting it restores the numbers.\n")
     c = extractors.extract("[REGRESSION] fs_mark 20% slower since v6.8", body)
     assert c.is_regression and c.subsystem == "fs/xfs"
+
+
+def test_area_prefix_of_a_git_log_block_title_and_of_the_reports_own_subject():
+    # the blamed commit's title only as the line under its id in a git log block
+    body = ("The bisect finished. The first bad commit is:\n\ncommit 54a6eb5c4765aa573a030ceeba2c14e3d2ea5706\n"
+            "    mm: use zonelist_zone() to get zone\n\nReverting it on top of v6.8 restores the throughput.\n")
+    c = extractors.extract("Re: [REGRESSION] page_fault1 throughput regression in will-it-scale since v6.8", body)
+    assert c.subsystem == "mm"
+    # the report's own subject names the area with one prefix
+    c = extractors.extract("[REGRESSION] mm: page_fault2 throughput drop since v6.8",
+                "Hi,\n\nSince v6.8 will-it-scale page_fault2 throughput dropped by 9% on a Xeon box. v6.7 is fine.\n")
+    assert c.subsystem == "mm"
