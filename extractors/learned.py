@@ -212,10 +212,7 @@ def _decide_cpu(ctx: RuleContext, cpu_m, out: Claim, facts: list[Fact]) -> None:
             # needs less support from the context than a CPU named in prose
             named = [c for c in cands if "cpat:0" in c.feats]
             best = _best(Linear({"bias": cpu_m.bias, "weights": cpu_m.weights, "threshold": CPUINFO_THRESHOLD}), named)
-        out.hardware["cpu"] = best.value if best is not None else None
-        facts[:] = [f for f in facts if f.field != "cpu"]
-        if best is not None:
-            facts.append(_fact_for(ex, "cpu", best.value, best))
+        _keep_ranked(ex, out, "cpu", best, facts)
 
 
 def _decide_storage(ctx: RuleContext, st_m, out: Claim, facts: list[Fact]) -> None:
@@ -223,10 +220,16 @@ def _decide_storage(ctx: RuleContext, st_m, out: Claim, facts: list[Fact]) -> No
     if st_m is not None:
         ex = ctx.ex
         best = lkp_disk(ex) or _best(st_m, storage_candidates(ex, ctx.rule_claim.hardware.get("storage")))
-        out.hardware["storage"] = best.value if best is not None else None
-        facts[:] = [f for f in facts if f.field != "storage"]
-        if best is not None:
-            facts.append(_fact_for(ex, "storage", best.value, best))
+        _keep_ranked(ex, out, "storage", best, facts)
+
+
+def _keep_ranked(ex, out: Claim, name: str, best: Candidate | None, facts: list[Fact]) -> None:
+    """A ranked field's decision: the chosen candidate's value (or None) and its fact in place of
+    the rules' one."""
+    _set_field(out, name, best.value if best is not None else None)
+    facts[:] = [f for f in facts if f.field != name]
+    if best is not None:
+        facts.append(_fact_for(ex, name, best.value, best))
 
 
 def _decide_filesystem(ctx: RuleContext, fs_m, out: Claim, facts: list[Fact]) -> None:
@@ -236,10 +239,7 @@ def _decide_filesystem(ctx: RuleContext, fs_m, out: Claim, facts: list[Fact]) ->
         cands = fs_candidates(ex, ctx.rule_claim.config.get("filesystem"), out.kind)
         # an LKP job's filesystem parameter is decisive
         best = next((c for c in cands if "fs_lkp_pick" in c.feats), None) or _best(fs_m, cands)
-        out.config["filesystem"] = best.value if best is not None else None
-        facts[:] = [f for f in facts if f.field != "filesystem"]
-        if best is not None:
-            facts.append(_fact_for(ex, "filesystem", best.value, best))
+        _keep_ranked(ex, out, "filesystem", best, facts)
 
 
 def _decide_subsystem(ctx: RuleContext, sub_m, out: Claim, facts: list[Fact]) -> None:
